@@ -1,0 +1,44 @@
+# kafka_lake: PGXS build
+#
+# `make` builds the extension and the test broker (test/broker/kafka_lake_broker,
+# a librdkafka mock cluster used by the tests and the demo; it is never installed
+# into PostgreSQL).  `make install` installs the extension.  The whole test suite
+# runs with `bash test/run` (see README.md), which calls `make installcheck` for
+# the pg_regress part.
+
+MODULE_big = kafka_lake
+OBJS = \
+	src/kafka_lake.o \
+	src/options.o \
+	src/kafka.o \
+	src/json.o \
+	src/contract.o \
+	src/digest.o \
+	src/catalog.o \
+	src/landing.o \
+	src/land.o \
+	src/recover.o \
+	src/reader.o \
+	src/fdw.o
+
+EXTENSION = kafka_lake
+DATA = $(wildcard sql/kafka_lake--*.sql)
+PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
+
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(filter-out sql/kafka_lake--%,$(wildcard sql/*.sql))))
+REGRESS_OPTS = --inputdir=. --load-extension=btree_gist
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+SHLIB_LINK = -lrdkafka -lcrypto -lpthread
+
+EXTRA_CLEAN = test/broker/kafka_lake_broker
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+all: test/broker/kafka_lake_broker
+
+test/broker/kafka_lake_broker: test/broker/kafka_lake_broker.c
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lrdkafka -lpthread

@@ -1,0 +1,926 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  The catalog tables of schema kafka_lake, through SPI; sources
+ *	  (create_source, drop_source); partition ownership locks.
+ *
+ * The catalog belongs to the extension's owner.  Its functions are granted
+ * by EXECUTE, and the foreign tables by SELECT, so every catalog access here
+ * runs as the extension owner (kl_catalog_begin switches the user id the way
+ * PostgreSQL's own RI triggers do, with SECURITY_LOCAL_USERID_CHANGE), while
+ * everything that decides what a role may do (which user mapping, which
+ * Kafka credentials) is resolved beforehand as the calling role.
+ *
+ * Per-record identity is kept compact: a batch has one row in batches and
+ * one in coordinates (its offset range, the offsets present when there are
+ * gaps, 32 bytes of fingerprint and one status letter per record).  Only an
+ * accepted event_id costs a row, in accepted_events, because its uniqueness
+ * (I3) must be enforced by the database across concurrent sessions.
+ *
+ * Partition ownership: land() and replay() own a (source, partition) with a
+ * transaction-level advisory lock in a lock space of our own (the fourth
+ * field of the lock tag is 0x4B4C, "KL", so it cannot collide with a user's
+ * pg_advisory_lock keys; pg_locks shows it as an advisory lock with objsubid
+ * 19276).  A busy partition is skipped and reported "locked".
+ *
+ * IDENTIFICATION
+ *	  src/catalog.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "storage/lock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/uuid.h"
+
+#include "kafka_lake.h"
+
+PG_FUNCTION_INFO_V1(kafka_lake_create_source);
+PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
+
+#define KL_LOCK_SPACE_PARTITION		0x4B4C
+#define KL_MAX_SOURCE_NAME			55	/* so that "<source>_records" fits NAMEDATALEN */
+
+/* the extension owner, looked up once per transaction */
+static Oid	kl_owner_cache = InvalidOid;
+static LocalTransactionId kl_owner_cache_lxid = InvalidLocalTransactionId;
+
+/*
+ * kl_check_source_name
+ *		A source name is an identifier-like name: [a-z_][a-z0-9_]*, short
+ *		enough that its foreign table name fits.
+ */
+void
+kl_check_source_name(const char *name)
+{
+	int			len = strlen(name);
+	bool		ok = (len >= 1 && len <= 63 &&
+					  ((name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'));
+
+	for (int i = 1; ok && i < len; i++)
+	{
+		char		c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+			ok = false;
+	}
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid source name \"%s\"", name),
+				 errdetail("A source name starts with a lower-case letter or an underscore, followed by lower-case letters, digits or underscores."),
+				 errhint("For example: machine_events.")));
+	if (len > KL_MAX_SOURCE_NAME)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("source name \"%s\" is too long", name),
+				 errdetail("The foreign table \"%s_records\" must fit in %d bytes.",
+						   name, NAMEDATALEN - 1),
+				 errhint("Use at most %d characters.", KL_MAX_SOURCE_NAME)));
+}
+
+/*
+ * kl_check_topic_name
+ *		Kafka's own rule: [A-Za-z0-9._-]{1,249}, and not "." or "..".  The
+ *		topic becomes a directory name, so the rule is also what keeps it
+ *		inside the landing directory.
+ */
+void
+kl_check_topic_name(const char *topic)
+{
+	int			len = strlen(topic);
+	bool		ok = (len >= 1 && len <= 249 &&
+					  strcmp(topic, ".") != 0 && strcmp(topic, "..") != 0);
+
+	for (int i = 0; ok && i < len; i++)
+	{
+		char		c = topic[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			ok = false;
+	}
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid topic name \"%s\"", topic),
+				 errdetail("A Kafka topic name has 1 to 249 characters from [A-Za-z0-9._-] and is not \".\" or \"..\".")));
+}
+
+/*
+ * kl_status_file_index
+ *		The file that holds records of a status, or -1 for an unknown status.
+ */
+int
+kl_status_file_index(const char *status)
+{
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		if (strcmp(status, kl_status_names[i]) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * kl_get_server
+ *		A foreign server of the kafka_lake wrapper, by name.
+ */
+ForeignServer *
+kl_get_server(const char *name)
+{
+	ForeignServer *server = GetForeignServerByName(name, true);
+	ForeignDataWrapper *fdw;
+
+	if (server == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("server \"%s\" does not exist", name),
+				 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers 'host:port').",
+						 quote_identifier(name))));
+	fdw = GetForeignDataWrapper(server->fdwid);
+	if (strcmp(fdw->fdwname, "kafka_lake") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("server \"%s\" does not use the kafka_lake foreign-data wrapper", name)));
+	return server;
+}
+
+/*
+ * kl_extension_owner
+ *		The role that owns the extension, and so the catalog.
+ */
+static Oid
+kl_extension_owner(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			extid;
+
+	if (OidIsValid(kl_owner_cache) && kl_owner_cache_lxid == MyProc->lxid)
+		return kl_owner_cache;
+
+	extid = get_extension_oid("kafka_lake", false);
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "could not find extension kafka_lake");
+	kl_owner_cache = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	kl_owner_cache_lxid = MyProc->lxid;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return kl_owner_cache;
+}
+
+/*
+ * kl_catalog_begin
+ *		Connect to SPI and act as the extension's owner; returns what
+ *		kl_catalog_end restores.  After an ERROR the transaction machinery
+ *		restores the user id and SPI by itself.
+ */
+KlCatalogSave
+kl_catalog_begin(void)
+{
+	KlCatalogSave save;
+	Oid			owner = kl_extension_owner();
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	GetUserIdAndSecContext(&save.userid, &save.sec_context);
+	SetUserIdAndSecContext(owner, save.sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	return save;
+}
+
+/*
+ * kl_catalog_end
+ *		Back to the calling role; disconnect from SPI.
+ */
+void
+kl_catalog_end(KlCatalogSave save)
+{
+	SetUserIdAndSecContext(save.userid, save.sec_context);
+	SPI_finish();
+}
+
+/*
+ * kl_spi_exec
+ *		Run a parameterised statement; ERROR unless it returns expected.
+ */
+static void
+kl_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
+			const char *nulls, int expected)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "unexpected SPI result %s for: %s", SPI_result_code_string(rc), sql);
+}
+
+/*
+ * kl_source_lookup
+ *		The source of that name; ERROR when there is none.
+ */
+KlSource *
+kl_source_lookup(const char *name)
+{
+	KlCatalogSave cs;
+	KlSource   *src = palloc0(sizeof(KlSource));
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	MemoryContext caller = CurrentMemoryContext;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT source_id, source, server, topic, group_id, contract, cluster_id "
+				"FROM kafka_lake.sources WHERE source = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		kl_catalog_end(cs);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source \"%s\" does not exist", name),
+				 errhint("Create it with kafka_lake.create_source(); the existing ones are listed in kafka_lake.sources.")));
+	}
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(caller);
+		bool		isnull;
+
+		src->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		src->source = SPI_getvalue(tup, desc, 2);
+		src->server = SPI_getvalue(tup, desc, 3);
+		src->topic = SPI_getvalue(tup, desc, 4);
+		src->group_id = SPI_getvalue(tup, desc, 5);
+		src->contract = SPI_getvalue(tup, desc, 6);
+		src->cluster_id = SPI_getvalue(tup, desc, 7);
+		MemoryContextSwitchTo(old);
+	}
+	kl_catalog_end(cs);
+	src->dir = kl_source_dir(src->source);
+	return src;
+}
+
+/*
+ * kl_catalog_set_cluster_id
+ *		Remember the cluster a source lands from.
+ */
+void
+kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id)
+{
+	KlCatalogSave cs;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(src->source_id), CStringGetTextDatum(cluster_id)};
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("UPDATE kafka_lake.sources SET cluster_id = $2 WHERE source_id = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	kl_catalog_end(cs);
+	src->cluster_id = pstrdup(cluster_id);
+}
+
+/*
+ * kl_catalog_remembered_offset
+ *		The offset below which the catalog knows the partition had records:
+ *		the newest committed offset, or the end of the newest landed batch if
+ *		that is further (replay may land ahead of the commits).  0 if none.
+ */
+int64
+kl_catalog_remembered_offset(KlSource *src, int32 partition)
+{
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+	Int32GetDatum(partition)};
+	int64		result = 0;
+	bool		isnull;
+	Datum		d;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT greatest("
+				" (SELECT max(committed_offset) FROM kafka_lake.offset_commits"
+				"   WHERE source_id = $1 AND topic = $2 AND partition = $3),"
+				" (SELECT max(last_offset) + 1 FROM kafka_lake.batches"
+				"   WHERE source_id = $1 AND topic = $2 AND partition = $3))",
+				3, types, values, NULL, SPI_OK_SELECT);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		result = DatumGetInt64(d);
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_catalog_durable
+ *		The coordinates of [first, last] already durable in some batch, with
+ *		their fingerprints; NULL when there is none (the common case).
+ */
+KlDurable *
+kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
+{
+	KlCatalogSave cs;
+	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
+	Datum		values[5] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+		Int32GetDatum(partition), Int64GetDatum(first), Int64GetDatum(last)};
+	MemoryContext caller = CurrentMemoryContext;
+	KlDurable  *result = NULL;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT lower(offsets), upper(offsets) - 1, offset_list, fingerprints"
+				" FROM kafka_lake.coordinates"
+				" WHERE source_id = $1 AND topic = $2 AND partition = $3"
+				"   AND offsets && int8range($4, $5, '[]')"
+				" ORDER BY lower(offsets)",
+				5, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(caller);
+		int			cap = 0;
+
+		result = palloc0(sizeof(KlDurable));
+		for (uint64 row = 0; row < SPI_processed; row++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[row];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			int64		lo = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			int64		hi = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			Datum		list = SPI_getbinval(tup, desc, 3, &isnull);
+			bool		contiguous = isnull;
+			bytea	   *fps = DatumGetByteaPP(SPI_getbinval(tup, desc, 4, &isnull));
+			const uint8 *fp = (const uint8 *) VARDATA_ANY(fps);
+			int			nfp = VARSIZE_ANY_EXHDR(fps) / KL_SHA256_LEN;
+			Datum	   *elems = NULL;
+			int			nelems = nfp;
+
+			if (!contiguous)
+				deconstruct_array(DatumGetArrayTypeP(list), INT8OID, 8, true, TYPALIGN_DOUBLE,
+								  &elems, NULL, &nelems);
+			for (int i = 0; i < nfp; i++)
+			{
+				int64		off = contiguous ? lo + i : DatumGetInt64(elems[i]);
+
+				if (off < first || off > last)
+					continue;
+				if (result->count == cap)
+				{
+					cap = Max(cap * 2, 64);
+					result->offsets = result->offsets ?
+						repalloc(result->offsets, cap * sizeof(int64)) :
+						palloc(cap * sizeof(int64));
+					result->fingerprints = result->fingerprints ?
+						repalloc(result->fingerprints, cap * KL_SHA256_LEN) :
+						palloc(cap * KL_SHA256_LEN);
+				}
+				result->offsets[result->count] = off;
+				memcpy(result->fingerprints + result->count * KL_SHA256_LEN,
+					   fp + i * KL_SHA256_LEN, KL_SHA256_LEN);
+				result->count++;
+			}
+			(void) hi;
+		}
+		MemoryContextSwitchTo(old);
+		if (result->count == 0)
+			result = NULL;
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_uuid_array
+ *		A uuid[] of the event keys of the records with status 'a'.
+ */
+static Datum
+kl_array_of(Datum *elems, int n, Oid type)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_array(elems, n, type, typlen, typbyval, typalign));
+}
+
+/*
+ * kl_mark_known_events
+ *		Mark as duplicates the candidates whose event_id is already accepted
+ *		in the catalog.  Returns how many candidates remain.
+ */
+static int
+kl_mark_known_events(KlSource *src, KlRecord *recs, int n)
+{
+	Datum	   *keys = palloc(sizeof(Datum) * n);
+	int			nkeys = 0;
+	Oid			types[2] = {INT4OID, UUIDARRAYOID};
+	Datum		values[2];
+	int			remaining = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (recs[i].status == KL_STATUS_ACCEPTED)
+			keys[nkeys++] = UUIDPGetDatum(&recs[i].event_key);
+	}
+	if (nkeys == 0)
+		return 0;
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = kl_array_of(keys, nkeys, UUIDOID);
+	kl_spi_exec("SELECT event_key, partition, \"offset\" FROM kafka_lake.accepted_events"
+				" WHERE source_id = $1 AND event_key = ANY ($2)",
+				2, types, values, NULL, SPI_OK_SELECT);
+
+	if (SPI_processed > 0)
+	{
+		/* few hits, usually none: a linear match per hit is fine */
+		for (uint64 row = 0; row < SPI_processed; row++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[row];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			pg_uuid_t  *key = DatumGetUUIDP(SPI_getbinval(tup, desc, 1, &isnull));
+			int32		part = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+			int64		off = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+
+			for (int i = 0; i < n; i++)
+			{
+				if (recs[i].status == KL_STATUS_ACCEPTED &&
+					memcmp(recs[i].event_key.data, key->data, UUID_LEN) == 0)
+				{
+					recs[i].status = KL_STATUS_DUPLICATE;
+					recs[i].dup_partition = part;
+					recs[i].dup_offset = off;
+				}
+			}
+		}
+	}
+	for (int i = 0; i < n; i++)
+	{
+		if (recs[i].status == KL_STATUS_ACCEPTED)
+			remaining++;
+	}
+	return remaining;
+}
+
+/*
+ * kl_insert_events
+ *		Insert the accepted event_ids of a window into accepted_events.
+ */
+static void
+kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
+{
+	Datum	   *keys = palloc(sizeof(Datum) * n);
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	Datum	   *offs = palloc(sizeof(Datum) * n);
+	Oid			types[5] = {INT4OID, INT4OID, UUIDARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
+	Datum		values[5];
+	int			k = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (recs[i].status != KL_STATUS_ACCEPTED)
+			continue;
+		keys[k] = UUIDPGetDatum(&recs[i].event_key);
+		ids[k] = PointerGetDatum(cstring_to_text_with_len(recs[i].event.event_id,
+														  recs[i].event.event_id_len));
+		offs[k] = Int64GetDatum(recs[i].offset);
+		k++;
+	}
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = Int32GetDatum(partition);
+	values[2] = kl_array_of(keys, k, UUIDOID);
+	values[3] = kl_array_of(ids, k, TEXTOID);
+	values[4] = kl_array_of(offs, k, INT8OID);
+	kl_spi_exec("INSERT INTO kafka_lake.accepted_events (source_id, event_key, event_id, partition, \"offset\")"
+				" SELECT $1, k, e, $2, o FROM unnest($3, $4, $5) AS u(k, e, o)",
+				5, types, values, NULL, SPI_OK_INSERT);
+}
+
+/*
+ * kl_try_insert_events
+ *		Insert the candidates in a subtransaction; false when a concurrent
+ *		session accepted one of them first (unique violation).
+ */
+static bool
+kl_try_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool done = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		kl_insert_events(src, partition, recs, n);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		done = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return done;
+}
+
+/*
+ * kl_catalog_reserve_events
+ *		Decide accepted versus duplicate_event_id for the candidates of a
+ *		window (records with status 'a', already unique within the window),
+ *		and reserve the accepted event_ids in the catalog before any file is
+ *		written.
+ *
+ *		A concurrent session may be accepting the same event_id from another
+ *		partition right now.  The insert then waits for that session's
+ *		transaction; if it committed, the insert fails with a unique
+ *		violation, which we catch in a subtransaction, and the lookup that
+ *		follows sees the winner: our record becomes its duplicate.
+ */
+void
+kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n)
+{
+	KlCatalogSave cs;
+
+	cs = kl_catalog_begin();
+	while (kl_mark_known_events(src, recs, n) > 0 &&
+		   !kl_try_insert_events(src, partition, recs, n))
+		CHECK_FOR_INTERRUPTS();
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_insert_batch
+ *		Record a landed batch: its row in batches and its coordinates.
+ */
+void
+kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *recs, int n)
+{
+	KlCatalogSave cs;
+	Oid			btypes[18] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
+		INT4OID, INT4OID, INT4OID, INT4OID, DATEOID, DATEOID,
+	INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID};
+	Datum		bvalues[18];
+	char		bnulls[18];
+	Datum		fb[KL_NFILES],
+				fl[KL_NFILES],
+				fc[KL_NFILES],
+				fs[KL_NFILES];
+	Oid			ctypes[9] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID, INT8ARRAYOID, BYTEAOID,
+	TEXTOID, TEXTOID};
+	Datum		cvalues[9];
+	char		cnulls[9];
+	bytea	   *fps;
+	char	   *statuses;
+	bool		contiguous = (b->last_offset - b->first_offset + 1 == n);
+
+	memset(bnulls, ' ', sizeof(bnulls));
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		fb[i] = Int64GetDatum(b->files[i].bytes);
+		fl[i] = Int64GetDatum(b->files[i].lines);
+		fc[i] = Int64GetDatum((int64) b->files[i].crc32c);
+		fs[i] = CStringGetTextDatum(b->files[i].sha256);
+	}
+	bvalues[0] = Int32GetDatum(src->source_id);
+	bvalues[1] = CStringGetTextDatum(b->batch_id);
+	bvalues[2] = CStringGetTextDatum(src->topic);
+	bvalues[3] = Int32GetDatum(b->partition);
+	bvalues[4] = Int64GetDatum(b->first_offset);
+	bvalues[5] = Int64GetDatum(b->last_offset);
+	bvalues[6] = Int32GetDatum(b->record_count);
+	bvalues[7] = Int32GetDatum(b->accepted);
+	bvalues[8] = Int32GetDatum(b->duplicates);
+	bvalues[9] = Int32GetDatum(b->quarantined);
+	bvalues[10] = DateADTGetDatum(b->min_date);
+	bvalues[11] = DateADTGetDatum(b->max_date);
+	if (!b->has_dates)
+		bnulls[10] = bnulls[11] = 'n';
+	bvalues[12] = kl_array_of(fb, KL_NFILES, INT8OID);
+	bvalues[13] = kl_array_of(fl, KL_NFILES, INT8OID);
+	bvalues[14] = kl_array_of(fc, KL_NFILES, INT8OID);
+	bvalues[15] = kl_array_of(fs, KL_NFILES, TEXTOID);
+	bvalues[16] = CStringGetTextDatum(b->manifest_sha256);
+	bvalues[17] = CStringGetTextDatum(b->landed_by);
+
+	fps = palloc(VARHDRSZ + (Size) n * KL_SHA256_LEN);
+	SET_VARSIZE(fps, VARHDRSZ + (Size) n * KL_SHA256_LEN);
+	statuses = palloc(n + 1);
+	for (int i = 0; i < n; i++)
+	{
+		memcpy(VARDATA(fps) + (Size) i * KL_SHA256_LEN, recs[i].fingerprint, KL_SHA256_LEN);
+		statuses[i] = recs[i].status;
+	}
+	statuses[n] = '\0';
+
+	memset(cnulls, ' ', sizeof(cnulls));
+	cvalues[0] = Int32GetDatum(src->source_id);
+	cvalues[1] = CStringGetTextDatum(src->topic);
+	cvalues[2] = Int32GetDatum(b->partition);
+	cvalues[3] = Int64GetDatum(b->first_offset);
+	cvalues[4] = Int64GetDatum(b->last_offset);
+	if (contiguous)
+	{
+		cvalues[5] = (Datum) 0;
+		cnulls[5] = 'n';
+	}
+	else
+	{
+		Datum	   *offs = palloc(sizeof(Datum) * n);
+
+		for (int i = 0; i < n; i++)
+			offs[i] = Int64GetDatum(recs[i].offset);
+		cvalues[5] = kl_array_of(offs, n, INT8OID);
+	}
+	cvalues[6] = PointerGetDatum(fps);
+	cvalues[8] = CStringGetTextDatum(b->batch_id);
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
+				" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
+				" quarantine_count, min_business_date, max_business_date, file_bytes,"
+				" file_lines, file_crc32c, file_sha256, manifest_sha256, landed_by)"
+				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+				" $15, $16, $17, $18)",
+				18, btypes, bvalues, bnulls, SPI_OK_INSERT);
+	cvalues[7] = CStringGetTextDatum(statuses);
+	kl_spi_exec("INSERT INTO kafka_lake.coordinates (source_id, topic, partition, offsets,"
+				" batch_id, offset_list, fingerprints, statuses)"
+				" VALUES ($1, $2, $3, int8range($4, $5, '[]'), $9, $6, $7, $8)",
+				9, ctypes, cvalues, cnulls, SPI_OK_INSERT);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_record_commit
+ *		Remember a commit made to the consumer group.
+ */
+void
+kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset, const char *batch_id)
+{
+	KlCatalogSave cs;
+	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, TEXTOID};
+	Datum		values[5] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+		Int32GetDatum(partition), Int64GetDatum(offset),
+	batch_id ? CStringGetTextDatum(batch_id) : (Datum) 0};
+	char		nulls[5] = {' ', ' ', ' ', ' ', batch_id ? ' ' : 'n'};
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("INSERT INTO kafka_lake.offset_commits (source_id, topic, partition,"
+				" committed_offset, batch_id) VALUES ($1, $2, $3, $4, $5)",
+				5, types, values, nulls, SPI_OK_INSERT);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_record_expired
+ *		Remember a range that expired before it landed (allow_expired).
+ */
+void
+kl_catalog_record_expired(KlSource *src, int32 partition, int64 first, int64 last)
+{
+	KlCatalogSave cs;
+	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
+	Datum		values[5] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+	Int32GetDatum(partition), Int64GetDatum(first), Int64GetDatum(last)};
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("INSERT INTO kafka_lake.expired_ranges (source_id, topic, partition,"
+				" first_offset, last_offset) VALUES ($1, $2, $3, $4, $5)"
+				" ON CONFLICT DO NOTHING",
+				5, types, values, NULL, SPI_OK_INSERT);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_record_replay
+ *		One row per replay() of a partition.
+ */
+void
+kl_catalog_record_replay(KlSource *src, int32 partition, int64 from, int64 to,
+						 int records, int landed, int reused)
+{
+	KlCatalogSave cs;
+	Oid			types[8] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID, INT4OID, INT4OID, INT4OID};
+	Datum		values[8] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+		Int32GetDatum(partition), Int64GetDatum(from), Int64GetDatum(to),
+	Int32GetDatum(records), Int32GetDatum(landed), Int32GetDatum(reused)};
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("INSERT INTO kafka_lake.replays (source_id, topic, partition, from_offset,"
+				" to_offset, records, landed, reused) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+				8, types, values, NULL, SPI_OK_INSERT);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_batch_ids
+ *		The batch ids the catalog knows for a partition, ascending.
+ */
+List *
+kl_catalog_batch_ids(KlSource *src, int32 partition)
+{
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+	Int32GetDatum(partition)};
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT batch_id FROM kafka_lake.batches"
+				" WHERE source_id = $1 AND topic = $2 AND partition = $3 ORDER BY batch_id",
+				3, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		char	   *id = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1);
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		result = lappend(result, pstrdup(id));
+		MemoryContextSwitchTo(old);
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_try_lock_partition
+ *		Own a partition of a source until the end of the transaction, if no
+ *		other session does.
+ */
+bool
+kl_try_lock_partition(KlSource *src, int32 partition)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
+						 KL_LOCK_SPACE_PARTITION);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * kafka_lake_create_source
+ *		create_source(source, server, topic, group_id, contract): record a
+ *		source and create its foreign table kafka_lake.<source>_records.
+ */
+Datum
+kafka_lake_create_source(PG_FUNCTION_ARGS)
+{
+	KlCatalogSave cs;
+	char	   *source;
+	char	   *server;
+	char	   *topic;
+	char	   *group_id;
+	char	   *contract;
+	ForeignServer *fs;
+	StringInfoData sql;
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[5];
+
+	for (int i = 0; i < 3; i++)
+	{
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("source, server and topic must not be null")));
+	}
+	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	server = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	topic = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	group_id = PG_ARGISNULL(3) ? psprintf("kafka_lake.%s", source) :
+		text_to_cstring(PG_GETARG_TEXT_PP(3));
+	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+
+	kl_check_source_name(source);
+	kl_check_topic_name(topic);
+	fs = kl_get_server(server);
+	if (group_id[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("group_id must not be empty"),
+				 errhint("Leave it out to use kafka_lake.%s.", source)));
+	if (strcmp(contract, "machine_event_v1") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown contract \"%s\"", contract),
+				 errhint("The built-in contract is machine_event_v1.")));
+
+	values[0] = CStringGetTextDatum(source);
+	values[1] = CStringGetTextDatum(fs->servername);
+	values[2] = CStringGetTextDatum(topic);
+	values[3] = CStringGetTextDatum(group_id);
+	values[4] = CStringGetTextDatum(contract);
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("source \"%s\" already exists", source),
+				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
+	kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract)"
+				" VALUES ($1, $2, $3, $4, $5)",
+				5, types, values, NULL, SPI_OK_INSERT);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE FOREIGN TABLE kafka_lake.%s ("
+					 " topic text, partition integer, \"offset\" bigint, key text,"
+					 " timestamp_ms bigint, fingerprint text, status text, event_id text,"
+					 " business_date date, event jsonb, raw_value text,"
+					 " validation_error text, batch_id text)"
+					 " SERVER %s OPTIONS (source %s)",
+					 quote_identifier(psprintf("%s_records", source)),
+					 quote_identifier(fs->servername),
+					 quote_literal_cstr(source));
+	kl_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	appendStringInfo(&sql, "%s", "");
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "COMMENT ON FOREIGN TABLE kafka_lake.%s IS %s",
+					 quote_identifier(psprintf("%s_records", source)),
+					 quote_literal_cstr(psprintf("Records landed by kafka_lake source %s (topic %s)",
+												 source, topic)));
+	kl_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	kl_catalog_end(cs);
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * kafka_lake_drop_source
+ *		drop_source(source, drop_landing): forget a source and its foreign
+ *		table; with drop_landing, also remove its landed files.
+ */
+Datum
+kafka_lake_drop_source(PG_FUNCTION_ARGS)
+{
+	KlCatalogSave cs;
+	KlSource   *src;
+	bool		drop_landing = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	Oid			types[1] = {INT4OID};
+	Datum		values[1];
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source must not be null")));
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	values[0] = Int32GetDatum(src->source_id);
+
+	cs = kl_catalog_begin();
+	kl_spi_exec(psprintf("DROP FOREIGN TABLE IF EXISTS kafka_lake.%s",
+						 quote_identifier(psprintf("%s_records", src->source))),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	kl_spi_exec("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	kl_spi_exec("DELETE FROM kafka_lake.coordinates WHERE source_id = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	kl_spi_exec("DELETE FROM kafka_lake.sources WHERE source_id = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	kl_catalog_end(cs);
+
+	/*
+	 * Files go last, once the catalog is gone: if the transaction aborts
+	 * after this point the catalog comes back and recover() would find the
+	 * files missing, so removal is deferred to commit.
+	 */
+	if (drop_landing)
+		kl_remove_tree_at_commit(src->dir);
+
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,47 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  Differences between the PostgreSQL major versions kafka_lake builds
+ *	  against (13 to 17), in one place, so that no function body needs an
+ *	  #if PG_VERSION_NUM.
+ *
+ * IDENTIFICATION
+ *	  src/compat.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_LAKE_COMPAT_H
+#define KAFKA_LAKE_COMPAT_H
+
+#include "postgres.h"
+#include "funcapi.h"
+#include "utils/guc.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
+/*
+ * kl_reserve_guc_prefix
+ *		Refuse unknown settings under our prefix (PostgreSQL 15 renamed the
+ *		call and made it reserve the prefix for good).
+ */
+#if PG_VERSION_NUM >= 150000
+#define kl_reserve_guc_prefix(prefix) MarkGUCPrefixReserved(prefix)
+#else
+#define kl_reserve_guc_prefix(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/*
+ * kl_init_materialized_srf
+ *		Set up a materialize-mode set-returning function (the helper exists
+ *		from PostgreSQL 15 on; before, it was called SetSingleFuncCall in 15's
+ *		development cycle and did not exist in 13-14).
+ */
+#if PG_VERSION_NUM >= 150000
+#define kl_init_materialized_srf(fcinfo) InitMaterializedSRF((fcinfo), 0)
+#else
+extern void kl_init_materialized_srf_compat(FunctionCallInfo fcinfo);
+#define kl_init_materialized_srf(fcinfo) kl_init_materialized_srf_compat(fcinfo)
+#endif
+
+#endif							/* KAFKA_LAKE_COMPAT_H */

@@ -1,0 +1,790 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka.c
+ *	  librdkafka inside a PostgreSQL backend: handle lifetime, signals, logs,
+ *	  errors, and the few Kafka calls kafka_lake makes (metadata, watermarks,
+ *	  committed offsets, assign/poll, synchronous commit, produce); and the
+ *	  SQL functions lag() and produce().
+ *
+ * A librdkafka handle runs several threads.  Three rules keep them from
+ * hurting the backend:
+ *
+ *	1. Signals.  All signals are blocked around rd_kafka_new, so the threads
+ *	   it starts (and the threads those start) inherit a full mask and never
+ *	   run PostgreSQL's handlers, which assume the backend's own thread.
+ *
+ *	2. Lifetime.  A handle never outlives the statement that created it.  It
+ *	   is registered with the resource owner current at its creation; when
+ *	   that owner is released (end of statement, ERROR, cancel, the abort of
+ *	   a subtransaction) the handle is destroyed and its threads joined.  The
+ *	   normal path destroys it explicitly, earlier.
+ *
+ *	3. Callbacks never leave librdkafka by longjmp.  Logs are routed to the
+ *	   handle's own queue (log.queue) and served by our polls in the
+ *	   backend's thread; the callback only copies the line into a small
+ *	   fixed ring, which kl_kafka_flush_log then reports with ereport.
+ *	   Every text from librdkafka is scrubbed of secret values first.
+ *
+ * Polls are short (at most 100 ms) with CHECK_FOR_INTERRUPTS between them,
+ * so cancel and statement_timeout stop a land() promptly.
+ *
+ * IDENTIFICATION
+ *	  src/kafka.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include "access/htup_details.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "kafka_lake.h"
+
+PG_FUNCTION_INFO_V1(kafka_lake_lag);
+PG_FUNCTION_INFO_V1(kafka_lake_produce);
+
+/* handles alive in this backend, to be destroyed with their resource owner */
+static KlKafka *kl_live_handles = NULL;
+static bool kl_release_callback_registered = false;
+
+static void kl_kafka_release_callback(ResourceReleasePhase phase, bool isCommit,
+									  bool isTopLevel, void *arg);
+static void kl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+							const char *buf);
+static void kl_kafka_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg,
+								 void *opaque);
+
+/*
+ * kl_kafka_log_cb
+ *		librdkafka's log callback: copy the line into the handle's ring.  Runs
+ *		in our own thread (log.queue), but must not ereport all the same.
+ */
+static void
+kl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+	KlKafka    *kk = (KlKafka *) rd_kafka_opaque(rk);
+	int			slot;
+
+	if (kk == NULL)
+		return;
+	slot = kk->log_count % KL_LOG_RING;
+	kk->log_level[slot] = level;
+	snprintf(kk->log_lines[slot], KL_LOG_LINE, "%s: %s", fac, buf);
+	kk->log_count++;
+}
+
+/*
+ * kl_kafka_flush_log
+ *		Report the log lines collected since the last flush: errors and
+ *		warnings as LOG, the rest as DEBUG1.  Secrets are scrubbed.
+ */
+void
+kl_kafka_flush_log(KlKafka *kk)
+{
+	int			first = Max(kk->log_flushed, kk->log_count - KL_LOG_RING);
+
+	for (int i = first; i < kk->log_count; i++)
+	{
+		int			slot = i % KL_LOG_RING;
+		char	   *line = kl_scrub_secrets(kk->log_lines[slot], kk->secrets);
+
+		ereport(kk->log_level[slot] <= 4 ? LOG : DEBUG1,
+				(errmsg_internal("kafka_lake: librdkafka (server \"%s\"): %s",
+								 kk->server_name, line)));
+		pfree(line);
+	}
+	kk->log_flushed = kk->log_count;
+}
+
+/*
+ * kl_kafka_open
+ *		Create a librdkafka handle for a server as seen by the current role:
+ *		a consumer (group_id may be NULL for a consumer that never commits)
+ *		or a producer.
+ */
+KlKafka *
+kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
+{
+	ForeignServer *server = kl_get_server(server_name);
+	KlKafka    *kk;
+	rd_kafka_conf_t *conf;
+	char		errstr[512];
+	sigset_t	all;
+	sigset_t	saved;
+	char		buf[32];
+
+	kk = MemoryContextAllocZero(TopTransactionContext, sizeof(KlKafka));
+	kk->server_name = MemoryContextStrdup(TopTransactionContext, server->servername);
+	kk->role = role;
+
+	conf = kl_build_conf(server, GetUserId(), &kk->secrets);
+	/* the secrets list must live as long as the handle */
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		kk->secrets = list_copy_deep(kk->secrets);
+		MemoryContextSwitchTo(old);
+	}
+
+#define KL_SET(name, value) \
+	do { \
+		if (rd_kafka_conf_set(conf, (name), (value), errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) \
+		{ \
+			rd_kafka_conf_destroy(conf); \
+			ereport(ERROR, \
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE), \
+					 errmsg("could not configure librdkafka property \"%s\"", (name)), \
+					 errdetail_internal("librdkafka: %s", errstr))); \
+		} \
+	} while (0)
+
+	KL_SET("log.queue", "true");
+	if (role == KL_CONSUMER)
+	{
+		if (group_id)
+			KL_SET("group.id", group_id);
+		KL_SET("enable.auto.commit", "false");
+		KL_SET("enable.auto.offset.store", "false");
+		KL_SET("auto.offset.reset", "error");
+		KL_SET("enable.partition.eof", "true");
+		/*
+		 * Size the prefetch queue to about one batch: large enough that the
+		 * fetcher never stalls on librdkafka's 1 s resume timer while we
+		 * write files (see NOTES), bounded so memory stays about twice the
+		 * batch.
+		 */
+		snprintf(buf, sizeof(buf), "%d", Max(kl_batch_max_records, 1000));
+		KL_SET("queued.min.messages", buf);
+		snprintf(buf, sizeof(buf), "%d", Max(Min(kl_batch_max_bytes / 1024, 1048576), 1024));
+		KL_SET("queued.max.messages.kbytes", buf);
+		/* a bounded read knows its target; do not sit in empty fetches */
+		KL_SET("fetch.wait.max.ms", "50");
+	}
+	else
+	{
+		KL_SET("linger.ms", "0");
+		rd_kafka_conf_set_dr_msg_cb(conf, kl_kafka_delivery_cb);
+	}
+	rd_kafka_conf_set_log_cb(conf, kl_kafka_log_cb);
+	rd_kafka_conf_set_opaque(conf, kk);
+
+	/* librdkafka's threads must never run PostgreSQL's signal handlers */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	kk->rk = rd_kafka_new(role == KL_CONSUMER ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER,
+						  conf, errstr, sizeof(errstr));
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+
+	if (kk->rk == NULL)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not create a Kafka client for server \"%s\"",
+						server->servername),
+				 errdetail_internal("librdkafka: %s",
+									kl_scrub_secrets(errstr, kk->secrets))));
+	}
+
+	/* from here on an ERROR destroys the handle with the resource owner */
+	kk->owner = CurrentResourceOwner;
+	kk->next = kl_live_handles;
+	kl_live_handles = kk;
+	if (!kl_release_callback_registered)
+	{
+		RegisterResourceReleaseCallback(kl_kafka_release_callback, NULL);
+		kl_release_callback_registered = true;
+	}
+
+	rd_kafka_set_log_queue(kk->rk, NULL);
+	if (role == KL_CONSUMER)
+		rd_kafka_poll_set_consumer(kk->rk);
+	return kk;
+}
+
+/*
+ * kl_kafka_destroy_handle
+ *		Destroy the librdkafka handle and join its threads.
+ */
+static void
+kl_kafka_destroy_handle(KlKafka *kk)
+{
+	if (kk->rk == NULL)
+		return;
+	kl_kafka_release_held(kk);
+	if (kk->role == KL_CONSUMER)
+		rd_kafka_destroy_flags(kk->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	else
+	{
+		rd_kafka_purge(kk->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+		rd_kafka_destroy(kk->rk);
+	}
+	kk->rk = NULL;
+}
+
+/*
+ * kl_kafka_close
+ *		Normal end of a handle's life.
+ */
+void
+kl_kafka_close(KlKafka *kk)
+{
+	KlKafka   **link;
+
+	if (kk == NULL)
+		return;
+	if (kk->rk)
+		kl_kafka_flush_log(kk);
+	for (link = &kl_live_handles; *link; link = &(*link)->next)
+	{
+		if (*link == kk)
+		{
+			*link = kk->next;
+			break;
+		}
+	}
+	kl_kafka_destroy_handle(kk);
+}
+
+/*
+ * kl_kafka_release_callback
+ *		Destroy the handles of a resource owner that is being released.
+ *		During release, CurrentResourceOwner is the owner being released.
+ */
+static void
+kl_kafka_release_callback(ResourceReleasePhase phase, bool isCommit,
+						  bool isTopLevel, void *arg)
+{
+	KlKafka   **link = &kl_live_handles;
+
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS)
+		return;
+	while (*link)
+	{
+		KlKafka    *kk = *link;
+
+		if (kk->owner == CurrentResourceOwner || isTopLevel)
+		{
+			*link = kk->next;
+			kl_kafka_destroy_handle(kk);
+		}
+		else
+			link = &kk->next;
+	}
+}
+
+/*
+ * kl_kafka_error
+ *		Raise an ERROR for a failed Kafka call, with an SQLSTATE that says
+ *		what kind of failure it was and a hint that says what to do.
+ */
+void
+kl_kafka_error(KlKafka *kk, const char *what, rd_kafka_resp_err_t err)
+{
+	char	   *detail = kl_scrub_secrets(rd_kafka_err2str(err), kk->secrets);
+
+	kl_kafka_flush_log(kk);
+	switch (err)
+	{
+		case RD_KAFKA_RESP_ERR__TRANSPORT:
+		case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+		case RD_KAFKA_RESP_ERR__TIMED_OUT:
+		case RD_KAFKA_RESP_ERR__RESOLVE:
+		case RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+		case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
+		case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("could not %s: the Kafka cluster of server \"%s\" did not answer",
+							what, kk->server_name),
+					 errdetail_internal("librdkafka: %s", detail),
+					 errhint("Check that the brokers of server \"%s\" are up and reachable from the database server. "
+							 "Nothing that already landed is lost; the next call resumes from the committed offset.",
+							 kk->server_name)));
+			break;
+		case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+		case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+		case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+					 errmsg("could not %s: unknown topic or partition on server \"%s\"",
+							what, kk->server_name),
+					 errdetail_internal("librdkafka: %s", detail),
+					 errhint("Check the topic name of the source and that the topic exists.")));
+			break;
+		case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+		case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+		case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+		case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+		case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("could not %s: the Kafka cluster of server \"%s\" refused the credentials",
+							what, kk->server_name),
+					 errdetail_internal("librdkafka: %s", detail),
+					 errhint("Check the user mapping of the current role for server \"%s\".",
+							 kk->server_name)));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("could not %s on server \"%s\"", what, kk->server_name),
+					 errdetail_internal("librdkafka: %s (%s)", detail, rd_kafka_err2name(err))));
+	}
+}
+
+/*
+ * kl_kafka_wait_ready
+ *		Wait, interruptibly, for the cluster to answer a metadata request for
+ *		the topic, and return the topic's partition count.  Requesting
+ *		metadata synchronously first also makes the first fetch start at once.
+ */
+int
+kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_ms)
+{
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(kk->rk, topic, NULL);
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_resp_err_t err;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	int			count = -1;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		err = rd_kafka_metadata(kk->rk, 0, rkt, &md, 100);
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		{
+			if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			{
+				count = md->topics[0].partition_cnt;
+				rd_kafka_metadata_destroy(md);
+				break;
+			}
+			err = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+			rd_kafka_metadata_destroy(md);
+			if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+				err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
+			{
+				rd_kafka_topic_destroy(rkt);
+				kl_kafka_flush_log(kk);
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+						 errmsg("topic \"%s\" does not exist on server \"%s\"",
+								topic, kk->server_name),
+						 errhint("Create the topic, or correct the source with kafka_lake.drop_source and kafka_lake.create_source.")));
+			}
+		}
+		if (GetCurrentTimestamp() >= deadline)
+		{
+			rd_kafka_topic_destroy(rkt);
+			kl_kafka_error(kk, "read topic metadata",
+						   err == RD_KAFKA_RESP_ERR_NO_ERROR ? RD_KAFKA_RESP_ERR__TIMED_OUT : err);
+		}
+	}
+	rd_kafka_topic_destroy(rkt);
+	return count;
+}
+
+/*
+ * kl_kafka_cluster_id
+ *		The cluster id (palloc'd), or an ERROR if the cluster does not answer.
+ */
+char *
+kl_kafka_cluster_id(KlKafka *kk, int timeout_ms)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	for (;;)
+	{
+		char	   *id;
+
+		CHECK_FOR_INTERRUPTS();
+		id = rd_kafka_clusterid(kk->rk, 100);
+		if (id != NULL)
+		{
+			char	   *result = pstrdup(id);
+
+			rd_kafka_mem_free(kk->rk, id);
+			return result;
+		}
+		if (GetCurrentTimestamp() >= deadline)
+			kl_kafka_error(kk, "read the cluster id", RD_KAFKA_RESP_ERR__TIMED_OUT);
+	}
+}
+
+/*
+ * kl_kafka_watermarks
+ *		Low and high watermark of a partition, asked of the broker.
+ */
+void
+kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
+					int64 *low, int64 *high, int timeout_ms)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	for (;;)
+	{
+		rd_kafka_resp_err_t err;
+
+		CHECK_FOR_INTERRUPTS();
+		err = rd_kafka_query_watermark_offsets(kk->rk, topic, partition, low, high, 200);
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			return;
+		if (err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+			err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+			err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN &&
+			err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
+			err != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION)
+			kl_kafka_error(kk, "read the watermarks", err);
+		if (GetCurrentTimestamp() >= deadline)
+			kl_kafka_error(kk, "read the watermarks", err);
+	}
+}
+
+/*
+ * kl_kafka_committed
+ *		The consumer group's committed offsets of partitions 0..n-1 of a
+ *		topic; RD_KAFKA_OFFSET_INVALID where the group has none.
+ */
+void
+kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets, int timeout_ms)
+{
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	rd_kafka_resp_err_t err;
+
+	for (int p = 0; p < n; p++)
+		rd_kafka_topic_partition_list_add(parts, topic, p);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		err = rd_kafka_committed(kk->rk, parts, 200);
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			break;
+		if (GetCurrentTimestamp() >= deadline)
+		{
+			rd_kafka_topic_partition_list_destroy(parts);
+			kl_kafka_error(kk, "read the consumer group's committed offsets", err);
+		}
+	}
+	for (int i = 0; i < parts->cnt; i++)
+	{
+		rd_kafka_topic_partition_t *tp = &parts->elems[i];
+
+		if (tp->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		{
+			err = tp->err;
+			rd_kafka_topic_partition_list_destroy(parts);
+			kl_kafka_error(kk, "read the consumer group's committed offsets", err);
+		}
+		offsets[tp->partition] = tp->offset >= 0 ? tp->offset : RD_KAFKA_OFFSET_INVALID;
+	}
+	rd_kafka_topic_partition_list_destroy(parts);
+}
+
+/*
+ * kl_kafka_commit
+ *		Commit one partition's next offset to the consumer group and wait
+ *		for the coordinator's answer.
+ */
+void
+kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset)
+{
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_resp_err_t err;
+
+	rd_kafka_topic_partition_list_add(parts, topic, partition)->offset = next_offset;
+	err = rd_kafka_commit(kk->rk, parts, 0);
+	if (err == RD_KAFKA_RESP_ERR_NO_ERROR && parts->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		err = parts->elems[0].err;
+	rd_kafka_topic_partition_list_destroy(parts);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		kl_kafka_error(kk, "commit the consumer group's offset", err);
+}
+
+/*
+ * kl_kafka_assign
+ *		Read one partition from an offset (replacing any earlier assignment).
+ */
+void
+kl_kafka_assign(KlKafka *kk, const char *topic, int32 partition, int64 offset)
+{
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_resp_err_t err;
+
+	rd_kafka_topic_partition_list_add(parts, topic, partition)->offset = offset;
+	err = rd_kafka_assign(kk->rk, parts);
+	rd_kafka_topic_partition_list_destroy(parts);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		kl_kafka_error(kk, "assign the partition", err);
+}
+
+/*
+ * kl_kafka_unassign
+ *		Stop reading.
+ */
+void
+kl_kafka_unassign(KlKafka *kk)
+{
+	rd_kafka_assign(kk->rk, NULL);
+}
+
+/*
+ * kl_kafka_position
+ *		The consumer's position in a partition (next offset it will return),
+ *		or -1 when it has none yet.
+ */
+int64
+kl_kafka_position(KlKafka *kk, const char *topic, int32 partition)
+{
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+	int64		result = -1;
+
+	rd_kafka_topic_partition_list_add(parts, topic, partition);
+	if (rd_kafka_position(kk->rk, parts) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+		parts->elems[0].offset >= 0)
+		result = parts->elems[0].offset;
+	rd_kafka_topic_partition_list_destroy(parts);
+	return result;
+}
+
+/*
+ * kl_kafka_poll
+ *		Wait up to timeout_ms for the next message.  Returns NULL on timeout,
+ *		a message otherwise (the caller destroys it); partition EOF is
+ *		returned as a message with err = RD_KAFKA_RESP_ERR__PARTITION_EOF.
+ *		Other errors are returned too, for the caller to judge.
+ */
+rd_kafka_message_t *
+kl_kafka_poll(KlKafka *kk, int timeout_ms)
+{
+	rd_kafka_message_t *msg = rd_kafka_consumer_poll(kk->rk, timeout_ms);
+
+	if (kk->log_count != kk->log_flushed)
+		kl_kafka_flush_log(kk);
+	return msg;
+}
+
+/*
+ * kl_kafka_hold
+ *		Keep a polled message (its key and value are used in place) until
+ *		kl_kafka_release_held; the handle destroys it if an ERROR comes
+ *		first, since librdkafka must get its messages back before the
+ *		handle goes.
+ */
+void
+kl_kafka_hold(KlKafka *kk, rd_kafka_message_t *msg)
+{
+	if (kk->nheld == kk->held_cap)
+	{
+		int			cap = Max(kk->held_cap * 2, 1024);
+
+		kk->held = kk->held ?
+			repalloc(kk->held, sizeof(rd_kafka_message_t *) * cap) :
+			MemoryContextAlloc(TopTransactionContext, sizeof(rd_kafka_message_t *) * cap);
+		kk->held_cap = cap;
+	}
+	kk->held[kk->nheld++] = msg;
+}
+
+/*
+ * kl_kafka_release_held
+ *		Give the held messages back to librdkafka.
+ */
+void
+kl_kafka_release_held(KlKafka *kk)
+{
+	for (int i = 0; i < kk->nheld; i++)
+		rd_kafka_message_destroy(kk->held[i]);
+	kk->nheld = 0;
+}
+
+/*
+ * kl_kafka_produce_one
+ *		Send one record and wait for its delivery report; returns the offset.
+ */
+static int64
+kl_kafka_produce_one(KlKafka *kk, const char *topic, const char *value, size_t value_len,
+					 const char *key, size_t key_len, int32 partition, int timeout_ms)
+{
+	rd_kafka_resp_err_t err;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	kk->delivered = false;
+	kk->delivery_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+	err = rd_kafka_producev(kk->rk,
+							RD_KAFKA_V_TOPIC(topic),
+							RD_KAFKA_V_PARTITION(partition),
+							RD_KAFKA_V_VALUE((void *) value, value_len),
+							RD_KAFKA_V_KEY((void *) key, key_len),
+							RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+							RD_KAFKA_V_END);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		kl_kafka_error(kk, "send the record", err);
+
+	while (!kk->delivered)
+	{
+		CHECK_FOR_INTERRUPTS();
+		rd_kafka_poll(kk->rk, 50);
+		kl_kafka_flush_log(kk);
+		if (!kk->delivered && GetCurrentTimestamp() >= deadline)
+			kl_kafka_error(kk, "send the record", RD_KAFKA_RESP_ERR__TIMED_OUT);
+	}
+	if (kk->delivery_err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		kl_kafka_error(kk, "send the record", kk->delivery_err);
+	return kk->delivery_offset;
+}
+
+/*
+ * kl_kafka_delivery_cb
+ *		Delivery report: note the result for kl_kafka_produce_one.
+ */
+static void
+kl_kafka_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+	KlKafka    *kk = (KlKafka *) opaque;
+
+	if (kk == NULL)
+		return;
+	kk->delivered = true;
+	kk->delivery_err = msg->err;
+	kk->delivery_offset = msg->offset;
+}
+
+/*
+ * kl_timeout_ms
+ *		An interval argument as milliseconds, refused when not positive.
+ */
+int
+kl_timeout_ms(Interval *iv, const char *argname)
+{
+	int64		usecs = iv->time + (int64) iv->day * USECS_PER_DAY +
+		(int64) iv->month * 30 * USECS_PER_DAY;
+
+	if (usecs <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be positive", argname),
+				 errhint("For example: %s => '5 s'.", argname)));
+	if (usecs / 1000 > INT_MAX)
+		return INT_MAX;
+	return (int) Max(usecs / 1000, 1);
+}
+
+/*
+ * kafka_lake_produce
+ *		produce(server, topic, value, key, partition, timeout): send one
+ *		record and return its offset.
+ */
+Datum
+kafka_lake_produce(PG_FUNCTION_ARGS)
+{
+	char	   *server;
+	char	   *topic;
+	bytea	   *value = NULL;
+	bytea	   *key = NULL;
+	int32		partition = RD_KAFKA_PARTITION_UA;
+	int			timeout_ms = 10000;
+	KlKafka    *kk;
+	int64		offset;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server and topic must not be null")));
+	server = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	topic = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	kl_check_topic_name(topic);
+	if (!PG_ARGISNULL(2))
+		value = PG_GETARG_BYTEA_PP(2);
+	if (!PG_ARGISNULL(3))
+		key = PG_GETARG_BYTEA_PP(3);
+	if (!PG_ARGISNULL(4))
+	{
+		partition = PG_GETARG_INT32(4);
+		if (partition < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition must not be negative")));
+	}
+	if (!PG_ARGISNULL(5))
+		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(5), "timeout");
+
+	kk = kl_kafka_open(server, KL_PRODUCER, NULL);
+	offset = kl_kafka_produce_one(kk, topic,
+								  value ? VARDATA_ANY(value) : NULL,
+								  value ? VARSIZE_ANY_EXHDR(value) : 0,
+								  key ? VARDATA_ANY(key) : NULL,
+								  key ? VARSIZE_ANY_EXHDR(key) : 0,
+								  partition, timeout_ms);
+	kl_kafka_close(kk);
+	PG_RETURN_INT64(offset);
+}
+
+/*
+ * kafka_lake_lag
+ *		lag(source, timeout): per partition, the group's committed offset,
+ *		the high watermark and their difference, read from the broker.
+ */
+Datum
+kafka_lake_lag(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KlSource   *src;
+	KlKafka    *kk;
+	int			timeout_ms = 10000;
+	int			nparts;
+	int64	   *committed;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source must not be null")));
+	if (!PG_ARGISNULL(1))
+		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(1), "timeout");
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	kl_init_materialized_srf(fcinfo);
+	kk = kl_kafka_open(src->server, KL_CONSUMER, src->group_id);
+	nparts = kl_kafka_partition_count(kk, src->topic, timeout_ms);
+	committed = palloc(sizeof(int64) * nparts);
+	kl_kafka_committed(kk, src->topic, nparts, committed, timeout_ms);
+	for (int p = 0; p < nparts; p++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {0};
+		int64		low,
+					high;
+
+		kl_kafka_watermarks(kk, src->topic, p, &low, &high, timeout_ms);
+		values[0] = CStringGetTextDatum(src->topic);
+		values[1] = Int32GetDatum(p);
+		if (committed[p] >= 0)
+		{
+			values[2] = Int64GetDatum(committed[p]);
+			values[4] = Int64GetDatum(Max(high - committed[p], 0));
+		}
+		else
+		{
+			/* no commit yet: everything still on the broker is lag */
+			nulls[2] = true;
+			values[4] = Int64GetDatum(high - low);
+		}
+		values[3] = Int64GetDatum(high);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	kl_kafka_close(kk);
+	return (Datum) 0;
+}

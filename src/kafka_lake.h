@@ -1,0 +1,420 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka_lake.h
+ *	  Internal declarations of kafka_lake, grouped by the file that defines
+ *	  them.
+ *
+ * IDENTIFICATION
+ *	  src/kafka_lake.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_LAKE_H
+#define KAFKA_LAKE_H
+
+#include "postgres.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "foreign/foreign.h"
+#include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
+#include "utils/date.h"
+#include "utils/resowner.h"
+#include "utils/uuid.h"
+
+#include "compat.h"
+
+/* Statuses of a landed coordinate, as one letter in the catalog */
+#define KL_STATUS_ACCEPTED		'a'
+#define KL_STATUS_DUPLICATE		'd'
+#define KL_STATUS_QUARANTINED	'q'
+#define KL_STATUS_REUSED		'r'	/* polled again; never stored */
+#define KL_STATUS_DEMOTED		'D'	/* accepted on disk, a duplicate for readers
+									 * (see recover.c) */
+
+/* The three JSONL files of a batch, in catalog order */
+#define KL_NFILES				3
+#define KL_FILE_ACCEPTED		0
+#define KL_FILE_DUPLICATES		1
+#define KL_FILE_QUARANTINE		2
+
+#define KL_SHA256_LEN			32
+#define KL_SHA256_HEX_LEN		64
+#define KL_BATCH_ID_LEN			54	/* 20 + 1 + 20 + 1 + 12 */
+
+#define KL_JSON_MAX_DEPTH		64
+#define KL_CONTRACT_MAX_VALUE_BYTES	65536
+
+/* ---------- in kafka_lake.c ---------- */
+extern char *kl_landing_dir;
+extern int	kl_batch_max_records;
+extern int	kl_batch_max_bytes;
+extern char *kl_fault_injection;
+extern void kl_fault_point(const char *point);
+
+/* ---------- in options.c ---------- */
+extern bool kl_is_secret_property(const char *name);
+extern rd_kafka_conf_t *kl_build_conf(ForeignServer *server, Oid userid, List **secrets);
+extern char *kl_scrub_secrets(const char *text, List *secrets);
+extern void kl_foreign_table_options(Oid relid, char **source, char **status);
+
+/* ---------- in kafka.c ---------- */
+#define KL_LOG_RING		16
+#define KL_LOG_LINE		512
+
+typedef enum KlKafkaRole
+{
+	KL_CONSUMER,
+	KL_PRODUCER
+} KlKafkaRole;
+
+typedef struct KlKafka
+{
+	rd_kafka_t *rk;				/* NULL once destroyed */
+	KlKafkaRole role;
+	const char *server_name;
+	List	   *secrets;		/* values scrubbed from librdkafka text */
+	ResourceOwner owner;		/* destroyed when this owner is released */
+	struct KlKafka *next;		/* list of live handles */
+	/* log ring, filled by the log callback, emptied by kl_kafka_flush_log */
+	int			log_count;
+	int			log_flushed;
+	int			log_level[KL_LOG_RING];
+	char		log_lines[KL_LOG_RING][KL_LOG_LINE];
+	/* consumer messages held by the current window, destroyed with it */
+	rd_kafka_message_t **held;
+	int			nheld;
+	int			held_cap;
+	/* producer delivery report */
+	bool		delivered;
+	rd_kafka_resp_err_t delivery_err;
+	int64		delivery_offset;
+} KlKafka;
+
+extern KlKafka *kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id);
+extern void kl_kafka_close(KlKafka *kk);
+extern void kl_kafka_flush_log(KlKafka *kk);
+extern void kl_kafka_error(KlKafka *kk, const char *what, rd_kafka_resp_err_t err) pg_attribute_noreturn();
+extern int	kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_ms);
+extern char *kl_kafka_cluster_id(KlKafka *kk, int timeout_ms);
+extern void kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
+								int64 *low, int64 *high, int timeout_ms);
+extern void kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets,
+							   int timeout_ms);
+extern void kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset);
+extern void kl_kafka_assign(KlKafka *kk, const char *topic, int32 partition, int64 offset);
+extern void kl_kafka_unassign(KlKafka *kk);
+extern int64 kl_kafka_position(KlKafka *kk, const char *topic, int32 partition);
+extern rd_kafka_message_t *kl_kafka_poll(KlKafka *kk, int timeout_ms);
+extern void kl_kafka_hold(KlKafka *kk, rd_kafka_message_t *msg);
+extern void kl_kafka_release_held(KlKafka *kk);
+extern int	kl_timeout_ms(Interval *iv, const char *argname);
+
+/* ---------- in json.c ---------- */
+typedef enum KlJsonType
+{
+	KL_JSON_NULL,
+	KL_JSON_FALSE,
+	KL_JSON_TRUE,
+	KL_JSON_NUMBER,
+	KL_JSON_STRING,
+	KL_JSON_ARRAY,
+	KL_JSON_OBJECT
+} KlJsonType;
+
+/* A value as a span of the input; strings include their quotes */
+typedef struct KlJsonValue
+{
+	KlJsonType	type;
+	const char *start;
+	size_t		len;
+	bool		has_escapes;	/* string: content differs from the raw bytes */
+	bool		is_integer;		/* number: no fraction, no exponent */
+} KlJsonValue;
+
+typedef enum KlJsonIterState
+{
+	KL_JSON_ITER_FIRST,
+	KL_JSON_ITER_NEXT,
+	KL_JSON_ITER_CLOSED
+} KlJsonIterState;
+
+typedef struct KlJsonReader
+{
+	const char *p;				/* next byte */
+	const char *end;			/* end of input */
+	const char *error;			/* first error, or NULL */
+	int			max_depth;
+	bool		has_nul_escape; /* saw \u0000 in some string */
+	KlJsonIterState state;		/* object iterators only */
+} KlJsonReader;
+
+extern int	kl_utf8_sequence_length(const unsigned char *p, size_t avail);
+extern bool kl_utf8_valid(const char *s, size_t len);
+extern void kl_json_init(KlJsonReader *r, const char *buf, size_t len, int max_depth);
+extern bool kl_json_parse_document(KlJsonReader *r, KlJsonValue *out);
+extern void kl_json_object_open(KlJsonReader *iter, const char *start, const char *end,
+								int max_depth);
+extern bool kl_json_object_next(KlJsonReader *iter, KlJsonValue *key, KlJsonValue *value);
+extern bool kl_json_object_finish(KlJsonReader *iter);
+extern void kl_json_array_open(KlJsonReader *iter, const char *start, const char *end,
+							   int max_depth);
+extern bool kl_json_array_next(KlJsonReader *iter, KlJsonValue *value);
+extern bool kl_json_key_is(const KlJsonValue *key, const char *name, size_t namelen);
+extern void kl_json_decode_string(const KlJsonValue *s, StringInfo out);
+extern void kl_json_append_string(StringInfo out, const char *s, size_t len);
+extern void kl_json_append_int64(StringInfo out, int64 v);
+extern bool kl_json_parse_int64(const char *s, size_t len, int64 *result);
+
+/* ---------- in contract.c ---------- */
+
+/* A valid, normalised machine_event_v1 event (strings NUL-terminated) */
+typedef struct KlEvent
+{
+	char	   *event_id;
+	int			event_id_len;
+	int32		schema_version;
+	char	   *event_time;
+	char	   *business_date_text;
+	DateADT		business_date;
+	char	   *plant_id;
+	char	   *line_id;
+	char	   *work_order_id;
+	char	   *machine_id;
+	char	   *product_code;
+	char	   *operation;
+	int64		units_produced;
+	int64		defect_count;
+	int64		cycle_time_ms;
+} KlEvent;
+
+extern const char *kl_contract_validate(const char *value, size_t len, KlEvent *ev);
+extern void kl_event_append_json(StringInfo out, const KlEvent *ev);
+extern bool kl_parse_iso_date(const char *s, int len, DateADT *result);
+extern bool kl_valid_iso_timestamptz(const char *s, int len);
+
+/* ---------- in digest.c ---------- */
+typedef struct KlSha256
+{
+	void	   *ctx;			/* EVP_MD_CTX */
+	MemoryContextCallback callback;
+} KlSha256;
+
+#define KL_CRC32C_INIT	0xFFFFFFFF
+
+extern KlSha256 *kl_sha256_create(void);
+extern void kl_sha256_reset(KlSha256 *h);
+extern void kl_sha256_update(KlSha256 *h, const void *data, size_t len);
+extern void kl_sha256_final(KlSha256 *h, uint8 out[KL_SHA256_LEN]);
+extern void kl_sha256(const void *data, size_t len, uint8 out[KL_SHA256_LEN]);
+extern void kl_fingerprint(const char *topic, int32 partition, int64 offset,
+						   const char *key, size_t key_len,
+						   const char *value, size_t value_len,
+						   uint8 out[KL_SHA256_LEN]);
+extern void kl_event_key(const char *event_id, size_t len, pg_uuid_t *key);
+extern void kl_hex(const uint8 *in, int n, char *out);
+extern bool kl_unhex(const char *in, int n, uint8 *out);
+extern uint32 kl_crc32c(uint32 crc, const void *data, size_t len);
+extern uint32 kl_crc32c_final(uint32 crc);
+
+/* ---------- in catalog.c ---------- */
+
+/* A source, as recorded in kafka_lake.sources */
+typedef struct KlSource
+{
+	int32		source_id;
+	char	   *source;
+	char	   *server;
+	char	   *topic;
+	char	   *group_id;
+	char	   *contract;
+	char	   *cluster_id;		/* NULL until the first land() */
+	char	   *dir;			/* <landing root>/<source> */
+} KlSource;
+
+/* One record of a landing window */
+typedef struct KlRecord
+{
+	int64		offset;
+	int64		timestamp_ms;	/* -1 when the broker gave none */
+	const char *key;			/* NULL for a null key */
+	size_t		key_len;
+	const char *value;			/* NULL for a null value (tombstone) */
+	size_t		value_len;
+	uint8		fingerprint[KL_SHA256_LEN];
+	char		status;			/* KL_STATUS_* */
+	KlEvent		event;			/* valid for accepted and duplicates */
+	pg_uuid_t	event_key;		/* ditto */
+	const char *validation_error;	/* quarantined */
+	int32		dup_partition;	/* duplicates: where the event was accepted */
+	int64		dup_offset;
+} KlRecord;
+
+/* One checked file of a batch */
+typedef struct KlFileInfo
+{
+	int64		bytes;
+	int64		lines;
+	uint32		crc32c;
+	char		sha256[KL_SHA256_HEX_LEN + 1];
+} KlFileInfo;
+
+/* What was landed as one batch directory */
+typedef struct KlLandedBatch
+{
+	char		batch_id[KL_BATCH_ID_LEN + 1];
+	char	   *topic;
+	int32		partition;
+	int64		first_offset;
+	int64		last_offset;
+	int			record_count;
+	int			accepted;
+	int			duplicates;
+	int			quarantined;
+	bool		has_dates;		/* min/max_date valid */
+	DateADT		min_date;
+	DateADT		max_date;
+	KlFileInfo	files[KL_NFILES];
+	char		manifest_sha256[KL_SHA256_HEX_LEN + 1];
+	char	   *path;			/* final directory */
+	const char *landed_by;		/* land, replay or recover */
+} KlLandedBatch;
+
+/* The coordinates already durable in some range of a partition */
+typedef struct KlDurable
+{
+	int			count;
+	int64	   *offsets;		/* ascending */
+	uint8	   *fingerprints;	/* KL_SHA256_LEN each */
+} KlDurable;
+
+extern void kl_check_source_name(const char *name);
+extern void kl_check_topic_name(const char *topic);
+extern int	kl_status_file_index(const char *status);
+extern ForeignServer *kl_get_server(const char *name);
+extern KlSource *kl_source_lookup(const char *name);
+typedef struct KlCatalogSave
+{
+	Oid			userid;
+	int			sec_context;
+} KlCatalogSave;
+
+extern KlCatalogSave kl_catalog_begin(void);
+extern void kl_catalog_end(KlCatalogSave save);
+extern void kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id);
+extern int64 kl_catalog_remembered_offset(KlSource *src, int32 partition);
+extern KlDurable *kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last);
+extern void kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n);
+extern void kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b,
+									const KlRecord *recs, int n);
+extern void kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset,
+									 const char *batch_id);
+extern void kl_catalog_record_expired(KlSource *src, int32 partition, int64 first, int64 last);
+extern void kl_catalog_record_replay(KlSource *src, int32 partition, int64 from, int64 to,
+									 int records, int landed, int reused);
+extern List *kl_catalog_batch_ids(KlSource *src, int32 partition);
+extern bool kl_try_lock_partition(KlSource *src, int32 partition);
+
+/* ---------- in landing.c ---------- */
+extern const char *const kl_file_names[KL_NFILES];
+extern const char *const kl_status_names[KL_NFILES];
+extern char *kl_landing_root(void);
+extern char *kl_source_dir(const char *source);
+extern char *kl_partition_dir(KlSource *src, int32 partition);
+extern void kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
+						  KlLandedBatch *out);
+extern void kl_make_dirs(const char *path);
+extern void kl_remove_tree(const char *path);
+extern void kl_remove_tree_at_commit(const char *path);
+
+/* ---------- in reader.c ---------- */
+
+/* Bounds on the batches and files a reader needs */
+typedef struct KlBounds
+{
+	int32		partition_lo;
+	int32		partition_hi;
+	int64		offset_lo;		/* batches whose range meets [lo, hi] */
+	int64		offset_hi;
+	DateADT		date_lo;		/* batches whose business dates meet [lo, hi] */
+	DateADT		date_hi;
+	char	   *batch_id;		/* NULL: any */
+	bool		files[KL_NFILES];	/* which status files */
+	bool		contradiction;	/* nothing can match */
+} KlBounds;
+
+/* A batch as a reader sees it in the catalog */
+typedef struct KlBatchRef
+{
+	char		batch_id[KL_BATCH_ID_LEN + 1];
+	int32		partition;
+	int64		first_offset;
+	int64		last_offset;
+	KlFileInfo	files[KL_NFILES];	/* bytes, lines, crc32c */
+	int			counts[KL_NFILES];	/* records per status */
+	char	   *demoted_statuses;	/* statuses, only when one is 'D' */
+	int64	   *offset_list;	/* when the range has gaps and it is needed */
+	uint8	   *fingerprints;	/* when asked for */
+	int			nfingerprints;
+} KlBatchRef;
+
+/* One file of a batch, read and checked */
+typedef struct KlFileReader
+{
+	const char *source;
+	const KlBatchRef *batch;
+	int			file;			/* KL_FILE_* */
+	char	   *path;
+	char	   *data;			/* the whole file */
+	size_t		len;
+	const char *pos;			/* next line */
+	int64		lineno;			/* of the last line returned */
+	ErrorContextCallback errcallback;
+} KlFileReader;
+
+#define KL_WANT_EVENT		0x01	/* the "event" object */
+#define KL_WANT_KAFKA		0x02	/* the "kafka" envelope */
+#define KL_WANT_QUARANTINE	0x04	/* raw value and validation error */
+
+/* The members of one landed line, as spans */
+typedef struct KlLine
+{
+	KlJsonValue event;
+	KlJsonValue key;
+	KlJsonValue key_base64;
+	int64		offset;
+	int32		partition;
+	int64		timestamp_ms;	/* -1: null */
+	KlJsonValue raw_value;
+	KlJsonValue raw_value_base64;
+	KlJsonValue validation_error;
+	int			nfields;		/* event fields asked for */
+	const char **field_names;
+	int		   *field_name_lens;
+	KlJsonValue *fields;		/* type KL_JSON_NULL when absent */
+} KlLine;
+
+extern void kl_bounds_init(KlBounds *bounds);
+extern bool kl_bounds_empty(const KlBounds *bounds);
+extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds,
+									 bool want_fingerprints, int64 *total);
+extern int	kl_batch_coordinate_index(const KlBatchRef *b, int64 offset);
+extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file);
+extern bool kl_reader_next(KlFileReader *r, const char **line, size_t *len);
+extern void kl_reader_close(KlFileReader *r);
+extern void kl_line_set_fields(KlLine *line, int nfields, const char **names);
+extern void kl_line_parse(KlLine *line, const char *text, size_t len, int want);
+
+/* ---------- in recover.c ---------- */
+extern char *kl_read_whole_file(const char *path, size_t *len);
+extern int	kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out,
+								 TupleDesc desc);
+extern void kl_read_manifest(const char *batch_dir, KlLandedBatch *b,
+							 KlRecord **recs, int *n);
+extern char *kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b,
+								  bool full, int *bad_file);
+
+#endif							/* KAFKA_LAKE_H */

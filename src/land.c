@@ -1,0 +1,805 @@
+/*-------------------------------------------------------------------------
+ *
+ * land.c
+ *	  land() and replay(): the landing protocol of SPEC section 4, step for
+ *	  step, per partition and per batch.
+ *
+ * THE PROTOCOL
+ *
+ * For each partition this call owns (a transaction-level lock per source
+ * and partition; a busy partition is reported "locked" and skipped):
+ *
+ *	0. recover: adopt batch directories the catalog lacks, remove abandoned
+ *	   staging directories of this partition (recover.c);
+ *	1. read the watermarks once, decide where to start (the group's
+ *	   committed offset, else what the catalog remembers, else the low
+ *	   watermark), refuse to start below the low watermark (expired records)
+ *	   or above the high watermark (topic re-created, data lost);
+ *	   then poll a window of at most batch_max_records / batch_max_bytes, up
+ *	   to the high watermark read at the start (never waiting for one
+ *	   particular offset: transaction markers and compaction leave offsets
+ *	   that are never delivered);
+ *	2. classify: a coordinate already durable is "reused" if its fingerprint
+ *	   matches and an ERROR if not (I2); the others are validated against the
+ *	   contract (accepted or quarantined) and their event_ids are decided
+ *	   against the window and the catalog (accepted_events), which also
+ *	   reserves them (I3);
+ *	3. and 4. write the batch into a staging directory, fsync, rename, fsync
+ *	   the parent (landing.c).  New coordinates separated by reused ones go
+ *	   to separate batches, so a batch's offset range never overlaps another
+ *	   batch's (the exclusion constraint on coordinates enforces it);
+ *	5. record the batch and its coordinates in the catalog;
+ *	6. commit "last polled offset + 1" to the consumer group, synchronously,
+ *	   and remember the commit in offset_commits.
+ *
+ * Then the next window, until the partition reaches its high watermark,
+ * the call reaches max_records or its timeout.  replay() runs the same steps
+ * on an explicit range, except step 6: it never commits (I6).
+ *
+ * TRANSACTION BOUNDARIES, AND WHY THE DISK IS THE TRUTH
+ *
+ * land() is a function, so everything it writes to the catalog belongs to
+ * the caller's transaction, while its files and its Kafka commits do not:
+ * they cannot be rolled back.  The order above makes that safe:
+ *	- an offset is committed only after every record below it is renamed
+ *	  into place and fsynced (I1); the catalog rows are not needed for that;
+ *	- if the transaction then aborts (an ERROR in a later window, a fault,
+ *	  a cancel, ROLLBACK, a killed backend), the batch directories stay and
+ *	  the catalog forgets them.  The next land(), replay() or recover()
+ *	  adopts every complete batch it finds on disk (I5), so the coordinates
+ *	  come back as reused, never twice.
+ * The catalog is the disk's index; recover() makes them agree again.
+ * Batches landed by a transaction that is still open are invisible to other
+ * sessions' scans until it commits, which is what "a concurrent land never
+ * shows a half batch" needs.
+ *
+ * MEMORY
+ *
+ * A window's records are kept as librdkafka messages (used in place, no
+ * copy) plus one KlRecord each, in a memory context reset per window; the
+ * prefetch queue is sized from the same settings (kafka.c).  Backend memory
+ * is therefore bounded by about twice batch_max_bytes, whatever the size of
+ * the topic or of max_records.
+ *
+ * IDENTIFICATION
+ *	  src/land.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "kafka_lake.h"
+
+PG_FUNCTION_INFO_V1(kafka_lake_land);
+PG_FUNCTION_INFO_V1(kafka_lake_replay);
+
+/* State of one land() or replay() call */
+typedef struct KlLandCall
+{
+	KlSource   *src;
+	KlKafka    *kk;
+	bool		is_replay;		/* never commit */
+	bool		allow_expired;	/* record expired ranges and go on */
+	int64		max_records;	/* budget of records to poll */
+	int64		polled;			/* records polled so far */
+	bool		stop;			/* budget or timeout reached */
+	TimestampTz deadline;
+	Tuplestorestate *out;		/* result rows */
+	TupleDesc	desc;
+	MemoryContext window_cxt;	/* reset per window */
+	KlRecord   *recs;			/* the window */
+	int			nrecs;
+	size_t		bytes;
+	/* per partition */
+	int32		partition;
+	int64		committed;		/* the group's committed offset, -1 if none */
+	int			landed_records; /* replay bookkeeping */
+	int			reused_records;
+	int			polled_records;
+} KlLandCall;
+
+/* One result row */
+typedef struct KlLandRow
+{
+	const char *batch_id;
+	const char *status;
+	int			records;
+	int			accepted;
+	int			duplicates;
+	int			quarantined;
+	int			reused;
+	int64		first_offset;	/* -1: null */
+	int64		last_offset;
+} KlLandRow;
+
+/* Hash entry for event_ids within a window */
+typedef struct KlEventSeen
+{
+	pg_uuid_t	key;
+	int			index;
+} KlEventSeen;
+
+/*
+ * kl_remaining_ms
+ *		Milliseconds left before the call's deadline (at least 1).
+ */
+static int
+kl_remaining_ms(KlLandCall *call)
+{
+	long		secs;
+	int			usecs;
+
+	TimestampDifference(GetCurrentTimestamp(), call->deadline, &secs, &usecs);
+	return (int) Max(Min(secs * 1000 + usecs / 1000, INT_MAX), 1);
+}
+
+/*
+ * kl_emit
+ *		Add one result row.
+ */
+static void
+kl_emit(KlLandCall *call, const KlLandRow *row, int64 committed)
+{
+	Datum		values[12];
+	bool		nulls[12] = {0};
+
+	values[0] = CStringGetTextDatum(call->src->topic);
+	values[1] = Int32GetDatum(call->partition);
+	if (row->batch_id)
+		values[2] = CStringGetTextDatum(row->batch_id);
+	else
+		nulls[2] = true;
+	values[3] = CStringGetTextDatum(row->status);
+	values[4] = Int32GetDatum(row->records);
+	values[5] = Int32GetDatum(row->accepted);
+	values[6] = Int32GetDatum(row->duplicates);
+	values[7] = Int32GetDatum(row->quarantined);
+	values[8] = Int32GetDatum(row->reused);
+	if (row->first_offset >= 0)
+	{
+		values[9] = Int64GetDatum(row->first_offset);
+		values[10] = Int64GetDatum(row->last_offset);
+	}
+	else
+		nulls[9] = nulls[10] = true;
+	if (committed >= 0)
+		values[11] = Int64GetDatum(committed);
+	else
+		nulls[11] = true;
+	tuplestore_putvalues(call->out, call->desc, values, nulls);
+}
+
+/*
+ * kl_emit_simple
+ *		A row without a batch: locked, empty.
+ */
+static void
+kl_emit_simple(KlLandCall *call, const char *status, int64 committed)
+{
+	KlLandRow	row = {0};
+
+	row.status = status;
+	row.first_offset = -1;
+	kl_emit(call, &row, committed);
+}
+
+/*
+ * kl_poll_window
+ *		Poll the next window of the current partition, up to stop (exclusive).
+ *		Returns true when the partition is done (reached stop or its end).
+ */
+static bool
+kl_poll_window(KlLandCall *call, int64 stop)
+{
+	int32		p = call->partition;
+
+	call->nrecs = 0;
+	call->bytes = 0;
+	for (;;)
+	{
+		rd_kafka_message_t *msg;
+		KlRecord   *r;
+
+		if (call->polled >= call->max_records || GetCurrentTimestamp() >= call->deadline)
+		{
+			call->stop = true;
+			return false;
+		}
+		if (call->nrecs >= kl_batch_max_records || call->bytes >= (size_t) kl_batch_max_bytes)
+			return false;
+
+		CHECK_FOR_INTERRUPTS();
+		msg = kl_kafka_poll(call->kk, Min(100, kl_remaining_ms(call)));
+		if (msg == NULL)
+			continue;
+
+		if (msg->err)
+		{
+			rd_kafka_resp_err_t err = msg->err;
+			bool		ours = (msg->partition == p);
+
+			rd_kafka_message_destroy(msg);
+			if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+			{
+				if (ours)
+					return true;
+				continue;
+			}
+			if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+				err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE)
+			{
+				int64		low,
+							high;
+				int64		next = call->nrecs > 0 ? call->recs[call->nrecs - 1].offset + 1 : -1;
+
+				kl_kafka_watermarks(call->kk, call->src->topic, p, &low, &high,
+									kl_remaining_ms(call));
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("records of partition %d of topic \"%s\" expired on the broker while they were being landed",
+								p, call->src->topic),
+						 errdetail("The partition now starts at offset %lld%s.", (long long) low,
+								   next >= 0 ? psprintf("; the landing had reached offset %lld", (long long) next) : ""),
+						 errhint("Call kafka_lake.land('%s', allow_expired => true) to record the loss and go on.",
+								 call->src->source)));
+			}
+			/* librdkafka retries transport errors itself until the deadline */
+			if (err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+				err == RD_KAFKA_RESP_ERR__TIMED_OUT)
+				continue;
+			kl_kafka_error(call->kk, "read the partition", err);
+		}
+
+		if (msg->partition != p ||
+			(call->nrecs > 0 && msg->offset <= call->recs[call->nrecs - 1].offset))
+		{
+			rd_kafka_message_destroy(msg);
+			continue;
+		}
+		if (msg->offset >= stop)
+		{
+			rd_kafka_message_destroy(msg);
+			return true;
+		}
+
+		kl_kafka_hold(call->kk, msg);
+		r = &call->recs[call->nrecs++];
+		memset(r, 0, sizeof(KlRecord));
+		r->offset = msg->offset;
+		{
+			rd_kafka_timestamp_type_t tstype;
+			int64		ts = rd_kafka_message_timestamp(msg, &tstype);
+
+			r->timestamp_ms = (tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE) ? -1 : ts;
+		}
+		r->key = msg->key;
+		r->key_len = msg->key ? msg->key_len : 0;
+		r->value = msg->payload;
+		r->value_len = msg->payload ? msg->len : 0;
+		call->bytes += r->key_len + r->value_len;
+		call->polled++;
+		call->polled_records++;
+
+		if (msg->offset + 1 >= stop)
+			return true;
+	}
+}
+
+/*
+ * kl_classify_run
+ *		Step 2 for new coordinates: contract, then event_id within the run
+ *		and against the catalog (which reserves the accepted ones).
+ */
+static void
+kl_classify_run(KlLandCall *call, KlRecord *recs, int n)
+{
+	HASHCTL		ctl;
+	HTAB	   *seen;
+	int			candidates = 0;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(pg_uuid_t);
+	ctl.entrysize = sizeof(KlEventSeen);
+	ctl.hcxt = CurrentMemoryContext;
+	seen = hash_create("kafka_lake window event_ids", Max(n, 16), &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	for (int i = 0; i < n; i++)
+	{
+		KlRecord   *r = &recs[i];
+		KlEventSeen *entry;
+		bool		found;
+
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		r->validation_error = kl_contract_validate(r->value, r->value_len, &r->event);
+		if (r->validation_error != NULL)
+		{
+			r->status = KL_STATUS_QUARANTINED;
+			continue;
+		}
+		kl_event_key(r->event.event_id, r->event.event_id_len, &r->event_key);
+		entry = hash_search(seen, &r->event_key, HASH_ENTER, &found);
+		if (found)
+		{
+			r->status = KL_STATUS_DUPLICATE;
+			r->dup_partition = call->partition;
+			r->dup_offset = recs[entry->index].offset;
+		}
+		else
+		{
+			entry->index = i;
+			r->status = KL_STATUS_ACCEPTED;
+			candidates++;
+		}
+	}
+	hash_destroy(seen);
+
+	if (candidates > 0)
+	{
+		kl_catalog_reserve_events(call->src, call->partition, recs, n);
+
+		/*
+		 * A candidate demoted by the catalog may have been the first of its
+		 * event_id in this window: its later copies point at it, but the
+		 * accepted coordinate is the catalog's.
+		 */
+		for (int i = 0; i < n; i++)
+		{
+			KlRecord   *r = &recs[i];
+
+			if (r->status == KL_STATUS_DUPLICATE && r->dup_partition == call->partition)
+			{
+				for (int j = 0; j < i; j++)
+				{
+					if (recs[j].offset == r->dup_offset && recs[j].status == KL_STATUS_DUPLICATE)
+					{
+						r->dup_partition = recs[j].dup_partition;
+						r->dup_offset = recs[j].dup_offset;
+						break;
+					}
+				}
+			}
+		}
+	}
+}
+
+/*
+ * kl_process_window
+ *		Steps 2 to 6 for the polled window.  Returns the committed offset
+ *		after it (or the unchanged one for replay).
+ */
+static void
+kl_process_window(KlLandCall *call)
+{
+	KlSource   *src = call->src;
+	KlRecord   *recs = call->recs;
+	int			n = call->nrecs;
+	int32		p = call->partition;
+	KlDurable  *durable;
+	int			reused = 0;
+	List	   *rows = NIL;
+	ListCell   *cell;
+	int64		next_offset = recs[n - 1].offset + 1;
+
+	/* fingerprints, then what is already durable */
+	for (int i = 0; i < n; i++)
+	{
+		KlRecord   *r = &recs[i];
+
+		kl_fingerprint(src->topic, p, r->offset, r->key, r->key_len,
+					   r->value, r->value_len, r->fingerprint);
+	}
+	durable = kl_catalog_durable(src, p, recs[0].offset, recs[n - 1].offset);
+	if (durable != NULL)
+	{
+		int			d = 0;
+
+		for (int i = 0; i < n && d < durable->count; i++)
+		{
+			while (d < durable->count && durable->offsets[d] < recs[i].offset)
+				d++;
+			if (d < durable->count && durable->offsets[d] == recs[i].offset)
+			{
+				if (memcmp(durable->fingerprints + d * KL_SHA256_LEN, recs[i].fingerprint,
+						   KL_SHA256_LEN) != 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_CORRUPTED),
+							 errmsg("coordinate (%s, %d, %lld) was delivered again with a different fingerprint",
+									src->topic, p, (long long) recs[i].offset),
+							 errdetail("The landed record and the broker's record at this offset differ; "
+									   "a coordinate is landed once, so nothing was landed or committed."),
+							 errhint("The topic was probably deleted and re-created. Land the new topic under a new source.")));
+				recs[i].status = KL_STATUS_REUSED;
+				reused++;
+			}
+		}
+	}
+
+	/* runs of new coordinates, each its own batch */
+	for (int i = 0; i < n;)
+	{
+		int			j = i;
+		KlLandedBatch *b;
+		KlLandRow  *row;
+
+		if (recs[i].status == KL_STATUS_REUSED)
+		{
+			i++;
+			continue;
+		}
+		while (j < n && recs[j].status != KL_STATUS_REUSED)
+			j++;
+
+		kl_classify_run(call, recs + i, j - i);
+		b = palloc(sizeof(KlLandedBatch));
+		kl_land_batch(src, p, recs + i, j - i, b);
+		b->landed_by = call->is_replay ? "replay" : "land";
+		kl_catalog_insert_batch(src, b, recs + i, j - i);
+
+		row = palloc0(sizeof(KlLandRow));
+		row->batch_id = pstrdup(b->batch_id);
+		row->status = "landed";
+		row->records = j - i;
+		row->accepted = b->accepted;
+		row->duplicates = b->duplicates;
+		row->quarantined = b->quarantined;
+		row->first_offset = b->first_offset;
+		row->last_offset = b->last_offset;
+		rows = lappend(rows, row);
+		call->landed_records += j - i;
+		i = j;
+	}
+	call->reused_records += reused;
+
+	if (rows == NIL)
+	{
+		KlLandRow  *row = palloc0(sizeof(KlLandRow));
+
+		row->status = "reused";
+		row->first_offset = recs[0].offset;
+		row->last_offset = recs[n - 1].offset;
+		rows = lappend(rows, row);
+	}
+	/* the window's reused coordinates are reported on its last row */
+	{
+		KlLandRow  *last = llast(rows);
+
+		last->reused += reused;
+		last->records += (rows->length == 1 && strcmp(last->status, "reused") == 0) ? reused : reused;
+	}
+
+	/* step 6: everything below next_offset is durable */
+	if (!call->is_replay)
+	{
+		kl_fault_point("after_landing_before_commit");
+		kl_kafka_commit(call->kk, src->topic, p, next_offset);
+		kl_catalog_record_commit(src, p, next_offset,
+								 ((KlLandRow *) llast(rows))->batch_id);
+		call->committed = next_offset;
+		kl_fault_point("after_commit");
+	}
+
+	foreach(cell, rows)
+		kl_emit(call, (KlLandRow *) lfirst(cell), call->committed);
+
+	kl_kafka_release_held(call->kk);
+}
+
+/*
+ * kl_land_range
+ *		Read the current partition from start up to stop (exclusive), window
+ *		by window.
+ */
+static void
+kl_land_range(KlLandCall *call, int64 start, int64 stop)
+{
+	bool		done = false;
+	MemoryContext old;
+
+	kl_kafka_assign(call->kk, call->src->topic, call->partition, start);
+	while (!done && !call->stop)
+	{
+		MemoryContextReset(call->window_cxt);
+		old = MemoryContextSwitchTo(call->window_cxt);
+		call->recs = palloc(sizeof(KlRecord) * kl_batch_max_records);
+		done = kl_poll_window(call, stop);
+		if (call->nrecs > 0)
+			kl_process_window(call);
+		MemoryContextSwitchTo(old);
+	}
+	kl_kafka_unassign(call->kk);
+}
+
+/*
+ * kl_start_call
+ *		Common set-up of land() and replay(): the source, the result set,
+ *		the consumer, the topic's partitions and the cluster id check.
+ *		Returns the partition count.
+ */
+static int
+kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int timeout_ms)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *cluster_id;
+	int			nparts;
+
+	call->src = kl_source_lookup(source);
+	call->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	kl_init_materialized_srf(fcinfo);
+	call->out = rsinfo->setResult;
+	call->desc = rsinfo->setDesc;
+	call->window_cxt = AllocSetContextCreate(CurrentMemoryContext,
+											 "kafka_lake window",
+											 ALLOCSET_DEFAULT_SIZES);
+	call->committed = -1;
+
+	call->kk = kl_kafka_open(call->src->server, KL_CONSUMER, call->src->group_id);
+	nparts = kl_kafka_partition_count(call->kk, call->src->topic, kl_remaining_ms(call));
+
+	cluster_id = kl_kafka_cluster_id(call->kk, kl_remaining_ms(call));
+	if (call->src->cluster_id == NULL)
+		kl_catalog_set_cluster_id(call->src, cluster_id);
+	else if (strcmp(call->src->cluster_id, cluster_id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the Kafka cluster behind server \"%s\" changed", call->src->server),
+				 errdetail("Source \"%s\" landed from cluster \"%s\"; the server now answers as cluster \"%s\". "
+						   "Its offsets do not describe the landed records: nothing was landed or committed.",
+						   call->src->source, call->src->cluster_id, cluster_id),
+				 errhint("Point server \"%s\" back at the original cluster, or land the new cluster under a new source.",
+						 call->src->server)));
+	return nparts;
+}
+
+/*
+ * kl_expected_end
+ *		The lowest high watermark a partition can have without having lost
+ *		records this source knows about; ERROR below it.
+ */
+static void
+kl_check_high_watermark(KlLandCall *call, int64 high, int64 remembered)
+{
+	int64		expected = Max(remembered, call->committed);
+
+	if (high < expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition %d of topic \"%s\" ends at offset %lld, below offset %lld that source \"%s\" already landed or committed",
+						call->partition, call->src->topic, (long long) high,
+						(long long) expected, call->src->source),
+				 errdetail("The topic was deleted and re-created, or the broker lost data. Nothing was landed or committed."),
+				 errhint("Land a re-created topic under a new source; the landed batches of \"%s\" stay as they are.",
+						 call->src->source)));
+}
+
+/*
+ * kl_land_partition
+ *		One partition of land(): recover, decide the start, land up to the
+ *		high watermark read now.
+ */
+static void
+kl_land_partition(KlLandCall *call)
+{
+	KlSource   *src = call->src;
+	int32		p = call->partition;
+	int64		low,
+				high;
+	int64		remembered;
+	int64		start;
+	int			rows_before;
+
+	kl_recover_partition(src, p, NULL, NULL);
+
+	remembered = kl_catalog_remembered_offset(src, p);
+	kl_kafka_watermarks(call->kk, src->topic, p, &low, &high, kl_remaining_ms(call));
+	kl_check_high_watermark(call, high, remembered);
+
+	if (call->committed >= 0)
+		start = call->committed;
+	else if (remembered > 0)
+		start = remembered;
+	else
+		start = low;
+
+	if (start < low)
+	{
+		KlDurable  *durable = kl_catalog_durable(src, p, start, low - 1);
+		int64		first_lost = start;
+
+		/* records landed ahead of the commits (by replay) are not lost */
+		if (durable)
+		{
+			for (int i = 0; i < durable->count && durable->offsets[i] == first_lost; i++)
+				first_lost++;
+		}
+		if (first_lost < low)
+		{
+			if (!call->allow_expired)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("offsets %lld to %lld of partition %d of topic \"%s\" expired on the broker before they landed",
+								(long long) first_lost, (long long) (low - 1), p, src->topic),
+						 errdetail("The partition now starts at offset %lld; %lld records are lost to source \"%s\". Nothing was landed or committed.",
+								   (long long) low, (long long) (low - first_lost), src->source),
+						 errhint("To record the loss in kafka_lake.expired_ranges and go on from offset %lld, call kafka_lake.land('%s', allow_expired => true).",
+								 (long long) low, src->source)));
+			kl_catalog_record_expired(src, p, first_lost, low - 1);
+			ereport(NOTICE,
+					(errmsg("offsets %lld to %lld of partition %d of topic \"%s\" expired before they landed; recorded in kafka_lake.expired_ranges",
+							(long long) first_lost, (long long) (low - 1), p, src->topic)));
+		}
+		start = low;
+	}
+
+	rows_before = tuplestore_tuple_count(call->out);
+	if (start < high)
+		kl_land_range(call, start, high);
+
+	if (tuplestore_tuple_count(call->out) == rows_before)
+	{
+		/* nothing new; make the group's offset say where we stand */
+		if (start != call->committed && !call->stop)
+		{
+			kl_kafka_commit(call->kk, src->topic, p, start);
+			kl_catalog_record_commit(src, p, start, NULL);
+			call->committed = start;
+		}
+		kl_emit_simple(call, "empty", call->committed);
+	}
+}
+
+/*
+ * kafka_lake_land
+ *		land(source, max_records, timeout, allow_expired)
+ */
+Datum
+kafka_lake_land(PG_FUNCTION_ARGS)
+{
+	KlLandCall	call = {0};
+	int			timeout_ms = 30000;
+	int			nparts;
+	int64	   *committed;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source must not be null")));
+	call.max_records = PG_ARGISNULL(1) ? 1000000 : PG_GETARG_INT32(1);
+	if (call.max_records < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_records must be at least 1"),
+				 errhint("Leave it out to land up to 1000000 records.")));
+	if (!PG_ARGISNULL(2))
+		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(2), "timeout");
+	call.allow_expired = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
+
+	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
+	committed = palloc(sizeof(int64) * nparts);
+	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, kl_remaining_ms(&call));
+
+	for (int p = 0; p < nparts && !call.stop; p++)
+	{
+		call.partition = p;
+		call.committed = committed[p];
+		if (!kl_try_lock_partition(call.src, p))
+		{
+			kl_emit_simple(&call, "locked", committed[p]);
+			continue;
+		}
+		kl_land_partition(&call);
+	}
+
+	kl_kafka_close(call.kk);
+	return (Datum) 0;
+}
+
+/*
+ * kafka_lake_replay
+ *		replay(source, partition, from_offset, to_offset, timeout)
+ */
+Datum
+kafka_lake_replay(PG_FUNCTION_ARGS)
+{
+	KlLandCall	call = {0};
+	int			timeout_ms = 30000;
+	int			nparts;
+	int32		p;
+	int64		from,
+				to,
+				low,
+				high;
+	int64	   *committed;
+
+	for (int i = 0; i < 4; i++)
+	{
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("source, partition, from_offset and to_offset must not be null")));
+	}
+	p = PG_GETARG_INT32(1);
+	from = PG_GETARG_INT64(2);
+	to = PG_GETARG_INT64(3);
+	if (p < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition must not be negative")));
+	if (from < 0 || to < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("offsets must not be negative"),
+				 errhint("Kafka offsets start at 0.")));
+	if (to < from)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_offset %lld is before from_offset %lld", (long long) to, (long long) from),
+				 errhint("The range is inclusive: from_offset <= to_offset.")));
+	if (!PG_ARGISNULL(4))
+		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(4), "timeout");
+
+	call.is_replay = true;
+	call.max_records = PG_INT64_MAX;
+	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
+	if (p >= nparts)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition %d does not exist: topic \"%s\" has %d partitions",
+						p, call.src->topic, nparts)));
+	call.partition = p;
+	committed = palloc(sizeof(int64) * nparts);
+	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, kl_remaining_ms(&call));
+	call.committed = committed[p];
+
+	if (!kl_try_lock_partition(call.src, p))
+	{
+		kl_emit_simple(&call, "locked", call.committed);
+		kl_kafka_close(call.kk);
+		return (Datum) 0;
+	}
+	kl_recover_partition(call.src, p, NULL, NULL);
+
+	kl_kafka_watermarks(call.kk, call.src->topic, p, &low, &high, kl_remaining_ms(&call));
+	if (from < low)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("offsets %lld to %lld of partition %d of topic \"%s\" expired on the broker",
+						(long long) from, (long long) Min(to, low - 1), p, call.src->topic),
+				 errdetail("The partition now starts at offset %lld.", (long long) low),
+				 errhint("Replay from offset %lld or later; what landed before is in the landed batches.",
+						 (long long) low)));
+	if (to >= high)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("offset %lld is beyond the end of partition %d of topic \"%s\"",
+						(long long) to, p, call.src->topic),
+				 errdetail("The partition's high watermark is %lld.", (long long) high),
+				 high > from ?
+				 errhint("Replay up to offset %lld.", (long long) (high - 1)) :
+				 errhint("Nothing has been written at these offsets yet.")));
+
+	kl_land_range(&call, from, to + 1);
+	if (call.stop)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("replay of offsets %lld to %lld did not finish within the timeout",
+						(long long) from, (long long) to),
+				 errdetail("What it landed so far stays durable and is reused by the next call."),
+				 errhint("Call it again with a longer timeout.")));
+	if (call.polled_records == 0)
+		kl_emit_simple(&call, "empty", call.committed);
+	kl_catalog_record_replay(call.src, p, from, to, call.polled_records,
+							 call.landed_records, call.reused_records);
+
+	kl_kafka_close(call.kk);
+	return (Datum) 0;
+}

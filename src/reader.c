@@ -1,0 +1,548 @@
+/*-------------------------------------------------------------------------
+ *
+ * reader.c
+ *	  Reading landed batches back: which batches (from the catalog, under
+ *	  the caller's snapshot), and their JSONL files, checked before use.
+ *	  Shared by the foreign table (fdw.c) and the bridge (bridge.c).
+ *
+ * Which batches: the catalog is read with the statement's snapshot, so a
+ * batch appears to a reader all at once or not at all, and only once the
+ * land() that wrote it has committed.  Bounds on partition, offset,
+ * business_date and batch_id are applied in that catalog query, before any
+ * file is opened.
+ *
+ * Checking a file before its rows are used: the file is read whole into
+ * memory (a batch is bounded by kafka_lake.batch_max_bytes), its size, line
+ * count and CRC-32C are compared with the catalog's copy of the manifest,
+ * and only then are lines handed out.  A missing, truncated, extended or
+ * edited file is an ERROR with SQLSTATE XX001 that names the batch and the
+ * file; nothing of it is returned.  (SHA-256, ten times slower, is
+ * verify()'s job; see digest.c.)
+ *
+ * Lines are parsed with the strict reader of json.c, but only as far as
+ * the caller needs: kl_line_parse stops once it has the members asked for.
+ * The file's CRC already vouches for the bytes, so skipping the rest of a
+ * line is safe.
+ *
+ * IDENTIFICATION
+ *	  src/reader.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "kafka_lake.h"
+
+/*
+ * kl_bounds_init
+ *		No bounds: every batch of the source.
+ */
+void
+kl_bounds_init(KlBounds *bounds)
+{
+	memset(bounds, 0, sizeof(*bounds));
+	bounds->partition_lo = 0;
+	bounds->partition_hi = PG_INT32_MAX;
+	bounds->offset_lo = 0;
+	bounds->offset_hi = PG_INT64_MAX;
+	bounds->date_lo = DATEVAL_NOBEGIN;
+	bounds->date_hi = DATEVAL_NOEND;
+	for (int i = 0; i < KL_NFILES; i++)
+		bounds->files[i] = true;
+}
+
+/*
+ * kl_bounds_empty
+ *		Do the bounds exclude everything?
+ */
+bool
+kl_bounds_empty(const KlBounds *bounds)
+{
+	bool		any_file = false;
+
+	for (int i = 0; i < KL_NFILES; i++)
+		any_file |= bounds->files[i];
+	return bounds->contradiction || !any_file ||
+		bounds->partition_lo > bounds->partition_hi ||
+		bounds->offset_lo > bounds->offset_hi ||
+		bounds->date_lo > bounds->date_hi;
+}
+
+/*
+ * kl_int8_array_at
+ *		Element i of an int8[] datum (1-based storage, 0-based index).
+ */
+static void
+kl_int8_array3(Datum d, int64 *out)
+{
+	ArrayType  *a = DatumGetArrayTypeP(d);
+	int64	   *v = (int64 *) ARR_DATA_PTR(a);
+
+	if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != KL_NFILES || ARR_HASNULL(a))
+		elog(ERROR, "unexpected file checks in kafka_lake.batches");
+	for (int i = 0; i < KL_NFILES; i++)
+		out[i] = v[i];
+}
+
+/*
+ * kl_catalog_scan_batches
+ *		The batches of a source within bounds, ascending by partition and
+ *		offset, as seen by the current snapshot.  *total gets the number of
+ *		batches of the source (to report how many were pruned).  When
+ *		want_fingerprints, each batch carries its coordinates' fingerprints.
+ */
+List *
+kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerprints,
+						int64 *total)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+	StringInfoData sql;
+	Oid			types[8] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, DATEOID, DATEOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = "        ";
+	KlCatalogSave cs;
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = Int32GetDatum(bounds->partition_lo);
+	values[2] = Int32GetDatum(bounds->partition_hi);
+	values[3] = Int64GetDatum(bounds->offset_lo);
+	values[4] = Int64GetDatum(bounds->offset_hi);
+	values[5] = DateADTGetDatum(bounds->date_lo);
+	values[6] = DateADTGetDatum(bounds->date_hi);
+	if (bounds->batch_id)
+		values[7] = CStringGetTextDatum(bounds->batch_id);
+	else
+	{
+		values[7] = (Datum) 0;
+		nulls[7] = 'n';
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT b.batch_id, b.partition, b.first_offset, b.last_offset,"
+					 " b.file_bytes, b.file_lines, b.file_crc32c,"
+					 " b.accepted_count, b.duplicate_count, b.quarantine_count,"
+					 " CASE WHEN strpos(c.statuses, 'D') > 0 THEN c.statuses END,"
+					 " CASE WHEN strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
+					 " %s,"
+					 " (SELECT count(*) FROM kafka_lake.batches t WHERE t.source_id = $1)"
+					 " FROM kafka_lake.batches b"
+					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
+					 " WHERE b.source_id = $1"
+					 " AND b.partition BETWEEN $2 AND $3"
+					 " AND b.last_offset >= $4 AND b.first_offset <= $5"
+					 " AND ($6 = '-infinity'::date OR b.max_business_date >= $6)"
+					 " AND ($7 = 'infinity'::date OR b.min_business_date <= $7)"
+					 " AND ($8 IS NULL OR b.batch_id = $8)"
+					 " AND (%s OR %s OR %s)"
+					 " ORDER BY b.partition, b.first_offset",
+					 want_fingerprints ? "true" : "false",
+					 want_fingerprints ? "c.fingerprints" : "NULL::bytea",
+					 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
+					 bounds->files[KL_FILE_DUPLICATES] ? "b.duplicate_count > 0" : "false",
+					 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(sql.data, 8, types, values, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	*total = 0;
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[row];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(caller);
+		KlBatchRef *b = palloc0(sizeof(KlBatchRef));
+		bool		isnull;
+		int64		v[KL_NFILES];
+		Datum		d;
+
+		strlcpy(b->batch_id, TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull)),
+				sizeof(b->batch_id));
+		b->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		b->first_offset = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		b->last_offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		kl_int8_array3(SPI_getbinval(tup, desc, 5, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].bytes = v[i];
+		kl_int8_array3(SPI_getbinval(tup, desc, 6, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].lines = v[i];
+		kl_int8_array3(SPI_getbinval(tup, desc, 7, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].crc32c = (uint32) v[i];
+		b->counts[0] = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+		b->counts[1] = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+		b->counts[2] = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
+
+		d = SPI_getbinval(tup, desc, 11, &isnull);
+		if (!isnull)
+			b->demoted_statuses = TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 12, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elems;
+			int			nelems;
+
+			deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, true, TYPALIGN_DOUBLE,
+							  &elems, NULL, &nelems);
+			b->offset_list = palloc(sizeof(int64) * nelems);
+			for (int i = 0; i < nelems; i++)
+				b->offset_list[i] = DatumGetInt64(elems[i]);
+		}
+		d = SPI_getbinval(tup, desc, 13, &isnull);
+		if (!isnull)
+		{
+			bytea	   *fp = DatumGetByteaPCopy(d);
+
+			b->fingerprints = (uint8 *) VARDATA(fp);
+			b->nfingerprints = VARSIZE(fp) / KL_SHA256_LEN;
+		}
+		*total = DatumGetInt64(SPI_getbinval(tup, desc, 14, &isnull));
+		result = lappend(result, b);
+		MemoryContextSwitchTo(old);
+	}
+	if (SPI_processed == 0)
+	{
+		/* still say how many there are */
+		Oid			t1[1] = {INT4OID};
+
+		if (SPI_execute_with_args("SELECT count(*) FROM kafka_lake.batches WHERE source_id = $1",
+								  1, t1, values, NULL, true, 0) == SPI_OK_SELECT)
+		{
+			bool		isnull;
+
+			*total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+		}
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_batch_coordinate_index
+ *		Index of an offset among a batch's coordinates, or -1.
+ */
+int
+kl_batch_coordinate_index(const KlBatchRef *b, int64 offset)
+{
+	if (offset < b->first_offset || offset > b->last_offset)
+		return -1;
+	if (b->offset_list == NULL)
+		return (int) (offset - b->first_offset);
+	{
+		int			lo = 0;
+		int			hi = b->counts[0] + b->counts[1] + b->counts[2] - 1;
+
+		while (lo <= hi)
+		{
+			int			mid = (lo + hi) / 2;
+
+			if (b->offset_list[mid] == offset)
+				return mid;
+			if (b->offset_list[mid] < offset)
+				lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+	}
+	return -1;
+}
+
+/*
+ * kl_file_error_callback
+ *		Error context: which batch, file and line.
+ */
+static void
+kl_file_error_callback(void *arg)
+{
+	KlFileReader *r = (KlFileReader *) arg;
+
+	if (r->lineno > 0)
+		errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld",
+				   r->source, r->batch->batch_id, kl_file_names[r->file], (long long) r->lineno);
+	else
+		errcontext("kafka_lake source \"%s\", batch %s, file %s",
+				   r->source, r->batch->batch_id, kl_file_names[r->file]);
+}
+
+/*
+ * kl_reader_open
+ *		Read one file of a batch into memory and check it against the
+ *		catalog's copy of its manifest before anything of it is used.
+ */
+void
+kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
+{
+	char	   *path = psprintf("%s/batch=%s/%s", kl_partition_dir(src, b->partition),
+								b->batch_id, kl_file_names[file]);
+	const KlFileInfo *expect = &b->files[file];
+	int			fd;
+	struct stat st;
+	size_t		done = 0;
+	int64		lines = 0;
+	uint32		crc;
+
+	memset(r, 0, sizeof(*r));
+	r->source = src->source;
+	r->batch = b;
+	r->file = file;
+	r->path = path;
+
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" is missing",
+						kl_file_names[file], b->batch_id, src->source),
+				 errdetail("Could not open \"%s\": %m.", path),
+				 errhint("Run kafka_lake.verify('%s') to list every problem; restore the batch from a backup or replay its offsets.",
+						 src->source)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path)));
+	if (st.st_size != expect->bytes)
+	{
+		CloseTransientFile(fd);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" has %lld bytes, its manifest says %lld",
+						kl_file_names[file], b->batch_id, src->source,
+						(long long) st.st_size, (long long) expect->bytes),
+				 errdetail("Landed files never change; this one was %s.",
+						   st.st_size < expect->bytes ? "truncated" : "extended"),
+				 errhint("Run kafka_lake.verify('%s') to list every problem; restore the batch from a backup or replay its offsets.",
+						 src->source)));
+	}
+
+	r->data = MemoryContextAllocHuge(CurrentMemoryContext, expect->bytes + 1);
+	while (done < (size_t) expect->bytes)
+	{
+		ssize_t		n = read(fd, r->data + done, Min(expect->bytes - done, 16 * 1024 * 1024));
+
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", path)));
+		if (n == 0)
+			break;
+		done += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	CloseTransientFile(fd);
+	r->len = done;
+	r->data[done] = '\0';
+
+	for (const char *p = r->data; (p = memchr(p, '\n', r->data + r->len - p)) != NULL; p++)
+		lines++;
+	crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, r->data, r->len));
+	if (done != (size_t) expect->bytes || lines != expect->lines || crc != expect->crc32c ||
+		(r->len > 0 && r->data[r->len - 1] != '\n'))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" does not match its manifest",
+						kl_file_names[file], b->batch_id, src->source),
+				 lines != expect->lines ?
+				 errdetail("It has %lld lines, its manifest says %lld.",
+						   (long long) lines, (long long) expect->lines) :
+				 errdetail("Its CRC-32C differs from its manifest's: its bytes were edited."),
+				 errhint("Run kafka_lake.verify('%s') to list every problem; restore the batch from a backup or replay its offsets.",
+						 src->source)));
+
+	r->pos = r->data;
+	r->errcallback.callback = kl_file_error_callback;
+	r->errcallback.arg = r;
+}
+
+/*
+ * kl_reader_next
+ *		The next line (without its LF); false at the end of the file.
+ */
+bool
+kl_reader_next(KlFileReader *r, const char **line, size_t *len)
+{
+	const char *end = r->data + r->len;
+	const char *nl;
+
+	if (r->pos >= end)
+		return false;
+	nl = memchr(r->pos, '\n', end - r->pos);
+	*line = r->pos;
+	*len = nl - r->pos;
+	r->pos = nl + 1;
+	r->lineno++;
+	return true;
+}
+
+/*
+ * kl_reader_close
+ *		Release the file's memory.
+ */
+void
+kl_reader_close(KlFileReader *r)
+{
+	if (r->data)
+		pfree(r->data);
+	r->data = NULL;
+}
+
+/*
+ * kl_line_error
+ *		A landed line does not have the shape we wrote: the file was altered
+ *		in a way its CRC could not see, or written by something else.
+ */
+static void
+kl_line_error(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("landed line is malformed: %s", what)));
+}
+
+#define KEY_IS(k, name) kl_json_key_is(&(k), (name), sizeof(name) - 1)
+
+/*
+ * kl_line_parse
+ *		Find the members of one landed line that the caller asks for (flags
+ *		in want, event field names in line->field_names).  Stops as soon as
+ *		everything asked for was found.
+ */
+void
+kl_line_parse(KlLine *line, const char *text, size_t len, int want)
+{
+	KlJsonReader it;
+	KlJsonValue k;
+	KlJsonValue v;
+	int			found_fields = 0;
+	bool		need_event = (want & KL_WANT_EVENT) || line->nfields > 0;
+	bool		need_kafka = (want & KL_WANT_KAFKA) != 0;
+	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
+
+	line->event.type = KL_JSON_NULL;
+	line->raw_value.type = KL_JSON_NULL;
+	line->raw_value_base64.type = KL_JSON_NULL;
+	line->validation_error.type = KL_JSON_NULL;
+	line->key.type = KL_JSON_NULL;
+	line->key_base64.type = KL_JSON_NULL;
+	line->offset = -1;
+	line->partition = -1;
+	line->timestamp_ms = -1;
+	for (int i = 0; i < line->nfields; i++)
+		line->fields[i].type = KL_JSON_NULL;
+
+	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
+	while ((need_event || need_kafka || need_quarantine) && kl_json_object_next(&it, &k, &v))
+	{
+		if (KEY_IS(k, "event"))
+		{
+			KlJsonReader eit;
+			KlJsonValue ek;
+			KlJsonValue evv;
+
+			if (v.type != KL_JSON_OBJECT)
+				kl_line_error("\"event\" is not an object");
+			line->event = v;
+			if (line->nfields > 0)
+			{
+				kl_json_object_open(&eit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+				while (found_fields < line->nfields && kl_json_object_next(&eit, &ek, &evv))
+				{
+					for (int i = 0; i < line->nfields; i++)
+					{
+						if (line->fields[i].type == KL_JSON_NULL &&
+							kl_json_key_is(&ek, line->field_names[i], line->field_name_lens[i]))
+						{
+							line->fields[i] = evv;
+							if (evv.type != KL_JSON_NULL)
+								found_fields++;
+						}
+					}
+				}
+				if (eit.error)
+					kl_line_error(eit.error);
+			}
+			need_event = false;
+		}
+		else if (KEY_IS(k, "kafka"))
+		{
+			KlJsonReader kit;
+			KlJsonValue kk;
+			KlJsonValue kv;
+
+			if (v.type != KL_JSON_OBJECT)
+				kl_line_error("\"kafka\" is not an object");
+			kl_json_object_open(&kit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+			while (kl_json_object_next(&kit, &kk, &kv))
+			{
+				if (KEY_IS(kk, "offset"))
+				{
+					if (kv.type != KL_JSON_NUMBER || !kl_json_parse_int64(kv.start, kv.len, &line->offset))
+						kl_line_error("invalid offset");
+				}
+				else if (KEY_IS(kk, "partition"))
+				{
+					int64		p;
+
+					if (kv.type != KL_JSON_NUMBER || !kl_json_parse_int64(kv.start, kv.len, &p))
+						kl_line_error("invalid partition");
+					line->partition = (int32) p;
+				}
+				else if (KEY_IS(kk, "timestamp_ms"))
+				{
+					if (kv.type == KL_JSON_NUMBER &&
+						!kl_json_parse_int64(kv.start, kv.len, &line->timestamp_ms))
+						kl_line_error("invalid timestamp_ms");
+				}
+				else if (KEY_IS(kk, "key"))
+					line->key = kv;
+				else if (KEY_IS(kk, "key_base64"))
+					line->key_base64 = kv;
+			}
+			if (kit.error)
+				kl_line_error(kit.error);
+			if (line->offset < 0)
+				kl_line_error("no offset");
+			need_kafka = false;
+		}
+		else if (KEY_IS(k, "raw_value"))
+			line->raw_value = v;
+		else if (KEY_IS(k, "raw_value_base64"))
+			line->raw_value_base64 = v;
+		else if (KEY_IS(k, "validation_error"))
+		{
+			line->validation_error = v;
+			need_quarantine = false;
+		}
+	}
+	if (it.error)
+		kl_line_error(it.error);
+}
+
+/*
+ * kl_line_set_fields
+ *		Name the event fields kl_line_parse should find.
+ */
+void
+kl_line_set_fields(KlLine *line, int nfields, const char **names)
+{
+	line->nfields = nfields;
+	line->field_names = names;
+	line->field_name_lens = palloc(sizeof(int) * Max(nfields, 1));
+	line->fields = palloc0(sizeof(KlJsonValue) * Max(nfields, 1));
+	for (int i = 0; i < nfields; i++)
+		line->field_name_lens[i] = strlen(names[i]);
+}

@@ -1,0 +1,841 @@
+/*-------------------------------------------------------------------------
+ *
+ * recover.c
+ *	  Making the catalog match the disk (recover), and checking that the
+ *	  disk still matches the manifests and the catalog (verify).
+ *
+ * The disk is the source of truth (I5).  A batch directory under
+ * topic=.../partition=... is complete by construction: it appears by one
+ * rename after everything in it was fsynced (landing.c).  So recovery needs
+ * no journal:
+ *	- a batch directory the catalog does not know was landed by a
+ *	  transaction that did not commit (an ERROR after the rename, a cancel,
+ *	  a killed backend, a ROLLBACK): it is checked in full against its
+ *	  manifest and adopted, with landed_by = 'recover';
+ *	- a staging directory of a partition we own belongs to nobody (its
+ *	  writer's transaction ended, or the lock would still be held): it is
+ *	  removed.
+ * land(), replay() and the bridge run this for each partition they own
+ * before anything else; kafka_lake.recover() runs it for the whole source.
+ *
+ * An adopted batch may claim as accepted an event_id that another batch
+ * accepted meanwhile (possible only when the adopted batch's transaction
+ * aborted while a concurrent session waited on its event_id).  The file is
+ * immutable, so the catalog records that coordinate as 'D': accepted on
+ * disk, a duplicate for every reader (the foreign table and the bridge skip
+ * it), and recover() reports it.
+ *
+ * IDENTIFICATION
+ *	  src/recover.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "kafka_lake.h"
+
+PG_FUNCTION_INFO_V1(kafka_lake_recover);
+PG_FUNCTION_INFO_V1(kafka_lake_verify);
+
+#define KL_READ_CHUNK	(1024 * 1024)
+
+/*
+ * kl_read_whole_file
+ *		Read a file into memory; NULL (with errno) when it cannot be opened.
+ */
+char *
+kl_read_whole_file(const char *path, size_t *len)
+{
+	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	struct stat st;
+	char	   *buf;
+	size_t		done = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0)
+	{
+		int			save = errno;
+
+		CloseTransientFile(fd);
+		errno = save;
+		return NULL;
+	}
+	buf = MemoryContextAllocHuge(CurrentMemoryContext, st.st_size + 1);
+	while (done < (size_t) st.st_size)
+	{
+		ssize_t		n = read(fd, buf + done, Min(st.st_size - done, 64 * 1024 * 1024));
+
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", path)));
+		if (n == 0)
+			break;
+		done += n;
+	}
+	CloseTransientFile(fd);
+	buf[done] = '\0';
+	*len = done;
+	return buf;
+}
+
+/*
+ * kl_manifest_int
+ *		An integer member of the manifest, or ERROR.
+ */
+static int64
+kl_manifest_int(const KlJsonValue *v, const char *path, const char *key)
+{
+	int64		result;
+
+	if (v->type != KL_JSON_NUMBER || !v->is_integer ||
+		!kl_json_parse_int64(v->start, v->len, &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" has an invalid \"%s\"", path, key)));
+	return result;
+}
+
+/*
+ * kl_manifest_text
+ *		A string member of the manifest (palloc'd), NULL for null.
+ */
+static char *
+kl_manifest_text(const KlJsonValue *v, const char *path, const char *key)
+{
+	StringInfoData buf;
+
+	if (v->type == KL_JSON_NULL)
+		return NULL;
+	if (v->type != KL_JSON_STRING)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" has an invalid \"%s\"", path, key)));
+	initStringInfo(&buf);
+	kl_json_decode_string(v, &buf);
+	return buf.data;
+}
+
+#define KEY_IS(k, name) kl_json_key_is(&(k), (name), sizeof(name) - 1)
+
+/*
+ * kl_read_manifest_entry
+ *		One element of "entries" into a KlRecord.
+ */
+static void
+kl_read_manifest_entry(const KlJsonValue *obj, KlRecord *r, const char *path)
+{
+	KlJsonReader it;
+	KlJsonValue k;
+	KlJsonValue v;
+
+	memset(r, 0, sizeof(KlRecord));
+	r->timestamp_ms = -1;
+	kl_json_object_open(&it, obj->start, obj->start + obj->len, KL_JSON_MAX_DEPTH);
+	while (kl_json_object_next(&it, &k, &v))
+	{
+		if (KEY_IS(k, "offset"))
+			r->offset = kl_manifest_int(&v, path, "offset");
+		else if (KEY_IS(k, "fingerprint"))
+		{
+			char	   *hex = kl_manifest_text(&v, path, "fingerprint");
+
+			if (hex == NULL || strlen(hex) != KL_SHA256_HEX_LEN ||
+				!kl_unhex(hex, KL_SHA256_LEN, r->fingerprint))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid fingerprint", path)));
+		}
+		else if (KEY_IS(k, "status"))
+		{
+			char	   *status = kl_manifest_text(&v, path, "status");
+
+			if (status && strcmp(status, "accepted") == 0)
+				r->status = KL_STATUS_ACCEPTED;
+			else if (status && strcmp(status, "duplicate_event_id") == 0)
+				r->status = KL_STATUS_DUPLICATE;
+			else if (status && strcmp(status, "quarantined") == 0)
+				r->status = KL_STATUS_QUARANTINED;
+			else
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid status", path)));
+		}
+		else if (KEY_IS(k, "event_id"))
+		{
+			r->event.event_id = kl_manifest_text(&v, path, "event_id");
+			if (r->event.event_id)
+				r->event.event_id_len = strlen(r->event.event_id);
+		}
+		else if (KEY_IS(k, "timestamp_ms") && v.type != KL_JSON_NULL)
+			r->timestamp_ms = kl_manifest_int(&v, path, "timestamp_ms");
+	}
+	if (it.error)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" is not valid JSON: %s", path, it.error)));
+	if (r->status == 0 || (r->status != KL_STATUS_QUARANTINED && r->event.event_id == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" has an incomplete entry at offset %lld",
+						path, (long long) r->offset)));
+}
+
+/*
+ * kl_read_manifest
+ *		Read a batch's manifest.json into *b and its entries into *recs.
+ */
+void
+kl_read_manifest(const char *batch_dir, KlLandedBatch *b, KlRecord **recs, int *n)
+{
+	char	   *path = psprintf("%s/manifest.json", batch_dir);
+	size_t		len;
+	char	   *text = kl_read_whole_file(path, &len);
+	KlJsonReader it;
+	KlJsonValue k;
+	KlJsonValue v;
+	uint8		digest[KL_SHA256_LEN];
+	int			cap = 0;
+
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("could not read manifest \"%s\": %m", path)));
+	memset(b, 0, sizeof(*b));
+	*recs = NULL;
+	*n = 0;
+	kl_sha256(text, len, digest);
+	kl_hex(digest, KL_SHA256_LEN, b->manifest_sha256);
+
+	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
+	while (kl_json_object_next(&it, &k, &v))
+	{
+		if (KEY_IS(k, "batch_id"))
+		{
+			char	   *id = kl_manifest_text(&v, path, "batch_id");
+
+			if (id == NULL || strlen(id) != KL_BATCH_ID_LEN)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid batch_id", path)));
+			strlcpy(b->batch_id, id, sizeof(b->batch_id));
+		}
+		else if (KEY_IS(k, "topic"))
+			b->topic = kl_manifest_text(&v, path, "topic");
+		else if (KEY_IS(k, "partition"))
+			b->partition = (int32) kl_manifest_int(&v, path, "partition");
+		else if (KEY_IS(k, "input_offset_start"))
+			b->first_offset = kl_manifest_int(&v, path, "input_offset_start");
+		else if (KEY_IS(k, "input_offset_end"))
+			b->last_offset = kl_manifest_int(&v, path, "input_offset_end");
+		else if (KEY_IS(k, "accepted_count"))
+			b->accepted = (int) kl_manifest_int(&v, path, "accepted_count");
+		else if (KEY_IS(k, "duplicate_event_count"))
+			b->duplicates = (int) kl_manifest_int(&v, path, "duplicate_event_count");
+		else if (KEY_IS(k, "quarantine_count"))
+			b->quarantined = (int) kl_manifest_int(&v, path, "quarantine_count");
+		else if (KEY_IS(k, "new_coordinate_count"))
+			b->record_count = (int) kl_manifest_int(&v, path, "new_coordinate_count");
+		else if (KEY_IS(k, "business_date_min") || KEY_IS(k, "business_date_max"))
+		{
+			char	   *d = kl_manifest_text(&v, path, "business_date");
+			DateADT		date;
+
+			if (d == NULL)
+				continue;
+			if (!kl_parse_iso_date(d, strlen(d), &date))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid business date", path)));
+			b->has_dates = true;
+			if (KEY_IS(k, "business_date_min"))
+				b->min_date = date;
+			else
+				b->max_date = date;
+		}
+		else if (KEY_IS(k, "files"))
+		{
+			KlJsonReader fit;
+			KlJsonValue fk;
+			KlJsonValue fv;
+
+			kl_json_object_open(&fit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+			while (kl_json_object_next(&fit, &fk, &fv))
+			{
+				int			idx = -1;
+				KlJsonReader ait;
+				KlJsonValue ak;
+				KlJsonValue av;
+
+				for (int i = 0; i < KL_NFILES; i++)
+				{
+					if (kl_json_key_is(&fk, kl_file_names[i], strlen(kl_file_names[i])))
+						idx = i;
+				}
+				if (idx < 0)
+					continue;
+				kl_json_object_open(&ait, fv.start, fv.start + fv.len, KL_JSON_MAX_DEPTH);
+				while (kl_json_object_next(&ait, &ak, &av))
+				{
+					if (KEY_IS(ak, "bytes"))
+						b->files[idx].bytes = kl_manifest_int(&av, path, "bytes");
+					else if (KEY_IS(ak, "lines"))
+						b->files[idx].lines = kl_manifest_int(&av, path, "lines");
+					else if (KEY_IS(ak, "crc32c"))
+						b->files[idx].crc32c = (uint32) kl_manifest_int(&av, path, "crc32c");
+					else if (KEY_IS(ak, "sha256"))
+					{
+						char	   *hex = kl_manifest_text(&av, path, "sha256");
+
+						if (hex == NULL || strlen(hex) != KL_SHA256_HEX_LEN)
+							ereport(ERROR,
+									(errcode(ERRCODE_DATA_CORRUPTED),
+									 errmsg("manifest \"%s\" has an invalid sha256", path)));
+						strlcpy(b->files[idx].sha256, hex, sizeof(b->files[idx].sha256));
+					}
+				}
+			}
+		}
+		else if (KEY_IS(k, "entries"))
+		{
+			KlJsonReader eit;
+			KlJsonValue ev;
+
+			kl_json_array_open(&eit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+			while (kl_json_array_next(&eit, &ev))
+			{
+				if (ev.type != KL_JSON_OBJECT)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_CORRUPTED),
+							 errmsg("manifest \"%s\" has an invalid entry", path)));
+				if (*n == cap)
+				{
+					cap = Max(cap * 2, 256);
+					*recs = *recs ? repalloc_huge(*recs, sizeof(KlRecord) * cap) :
+						MemoryContextAllocHuge(CurrentMemoryContext, sizeof(KlRecord) * cap);
+				}
+				kl_read_manifest_entry(&ev, &(*recs)[*n], path);
+				(*n)++;
+			}
+			if (eit.error)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" is not valid JSON: %s", path, eit.error)));
+		}
+	}
+	if (!kl_json_object_finish(&it))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" is not valid JSON: %s", path, it.error)));
+	if (*n == 0 || *n != b->record_count ||
+		b->accepted + b->duplicates + b->quarantined != *n)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" does not add up", path),
+				 errdetail("It lists %d entries for %d new coordinates.", *n, b->record_count)));
+	for (int i = 1; i < *n; i++)
+	{
+		if ((*recs)[i].offset <= (*recs)[i - 1].offset)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("manifest \"%s\" lists offsets out of order", path)));
+	}
+	if ((*recs)[0].offset != b->first_offset || (*recs)[*n - 1].offset != b->last_offset)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" has entries outside its offset range", path)));
+	pfree(text);
+}
+
+/*
+ * kl_check_batch_files
+ *		Compare a batch's files with the checks in *b: always presence and
+ *		size; with full, also the line count, CRC-32C and SHA-256.  Returns
+ *		NULL when all is well, else the problem (and the file's index).
+ */
+char *
+kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b, bool full, int *bad_file)
+{
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		char	   *path = psprintf("%s/%s", batch_dir, kl_file_names[i]);
+		struct stat st;
+
+		*bad_file = i;
+		if (stat(path, &st) != 0)
+			return psprintf("missing_file: %s: %m", kl_file_names[i]);
+		if (st.st_size != b->files[i].bytes)
+			return psprintf("size_mismatch: %s has %lld bytes, its manifest says %lld",
+							kl_file_names[i], (long long) st.st_size,
+							(long long) b->files[i].bytes);
+		if (full)
+		{
+			size_t		len;
+			char	   *data = kl_read_whole_file(path, &len);
+			uint8		digest[KL_SHA256_LEN];
+			char		hex[KL_SHA256_HEX_LEN + 1];
+			int64		lines = 0;
+
+			if (data == NULL)
+				return psprintf("missing_file: %s: %m", kl_file_names[i]);
+			for (const char *p = data; (p = memchr(p, '\n', data + len - p)) != NULL; p++)
+				lines++;
+			if (lines != b->files[i].lines)
+				return psprintf("line_count_mismatch: %s has %lld lines, its manifest says %lld",
+								kl_file_names[i], (long long) lines, (long long) b->files[i].lines);
+			if (kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len)) != b->files[i].crc32c)
+				return psprintf("checksum_mismatch: %s has a different CRC-32C than its manifest",
+								kl_file_names[i]);
+			kl_sha256(data, len, digest);
+			kl_hex(digest, KL_SHA256_LEN, hex);
+			if (strcmp(hex, b->files[i].sha256) != 0)
+				return psprintf("checksum_mismatch: %s has SHA-256 %s, its manifest says %s",
+								kl_file_names[i], hex, b->files[i].sha256);
+			pfree(data);
+		}
+	}
+	*bad_file = -1;
+	return NULL;
+}
+
+/*
+ * kl_emit_recover_row
+ *		One row of recover().
+ */
+static void
+kl_emit_recover_row(Tuplestorestate *out, TupleDesc desc, const char *action,
+					KlSource *src, int32 partition, const char *batch_id, const char *detail)
+{
+	Datum		values[5];
+	bool		nulls[5] = {0};
+
+	if (out == NULL)
+		return;
+	values[0] = CStringGetTextDatum(action);
+	values[1] = CStringGetTextDatum(src->topic);
+	values[2] = Int32GetDatum(partition);
+	if (batch_id)
+		values[3] = CStringGetTextDatum(batch_id);
+	else
+		nulls[3] = true;
+	if (detail)
+		values[4] = CStringGetTextDatum(detail);
+	else
+		nulls[4] = true;
+	tuplestore_putvalues(out, desc, values, nulls);
+}
+
+/*
+ * kl_adopt_batch
+ *		Check a batch directory the catalog does not know and record it.
+ */
+static void
+kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name,
+			   Tuplestorestate *out, TupleDesc desc)
+{
+	KlLandedBatch b;
+	KlRecord   *recs;
+	int			n;
+	char	   *problem;
+	int			bad;
+	int			demoted = 0;
+
+	kl_read_manifest(dir, &b, &recs, &n);
+	if (strcmp(name + strlen("batch="), b.batch_id) != 0 ||
+		b.topic == NULL || strcmp(b.topic, src->topic) != 0 || b.partition != partition)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("batch directory \"%s\" does not match its manifest", dir),
+				 errdetail("Its manifest names batch %s of topic \"%s\" partition %d.",
+						   b.batch_id, b.topic ? b.topic : "?", b.partition),
+				 errhint("Move the directory out of the landing directory and run kafka_lake.recover('%s') again.",
+						 src->source)));
+	problem = kl_check_batch_files(dir, &b, true, &bad);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("batch %s of source \"%s\" cannot be adopted: its files disagree with its manifest",
+						b.batch_id, src->source),
+				 errdetail("%s", problem),
+				 errhint("Nothing was changed. Restore the batch directory \"%s\" from a backup, or move it away and replay its offsets.",
+						 dir)));
+
+	/* accepted on disk but accepted elsewhere meanwhile: demote */
+	{
+		char	   *was = palloc(n);
+
+		for (int i = 0; i < n; i++)
+		{
+			was[i] = recs[i].status;
+			if (recs[i].status == KL_STATUS_ACCEPTED)
+				kl_event_key(recs[i].event.event_id, recs[i].event.event_id_len,
+							 &recs[i].event_key);
+		}
+		kl_catalog_reserve_events(src, partition, recs, n);
+		for (int i = 0; i < n; i++)
+		{
+			if (was[i] == KL_STATUS_ACCEPTED && recs[i].status == KL_STATUS_DUPLICATE)
+			{
+				recs[i].status = KL_STATUS_DEMOTED;
+				demoted++;
+			}
+		}
+	}
+
+	b.path = pstrdup(dir);
+	b.landed_by = "recover";
+	kl_catalog_insert_batch(src, &b, recs, n);
+	kl_emit_recover_row(out, desc, "adopted", src, partition, b.batch_id,
+						demoted ? psprintf("%d records; %d accepted on disk were accepted elsewhere first and count as duplicates",
+										   n, demoted) :
+						psprintf("%d records", n));
+	if (demoted)
+		ereport(WARNING,
+				(errmsg("batch %s of source \"%s\" accepts %d event_ids that another batch accepted first",
+						b.batch_id, src->source, demoted),
+				 errdetail("They count as duplicate_event_id in the foreign table and the bridge.")));
+}
+
+static int
+kl_name_cmp(const ListCell *a, const ListCell *b)
+{
+	return strcmp((const char *) lfirst(a), (const char *) lfirst(b));
+}
+
+/*
+ * kl_list_dir
+ *		The entries of a directory whose names start with prefix, sorted;
+ *		NIL when the directory does not exist.
+ */
+static List *
+kl_list_dir(const char *path, const char *prefix)
+{
+	DIR		   *dir = AllocateDir(path);
+	struct dirent *de;
+	List	   *result = NIL;
+	size_t		plen = strlen(prefix);
+
+	if (dir == NULL && errno == ENOENT)
+		return NIL;
+	while ((de = ReadDir(dir, path)) != NULL)
+	{
+		if (strncmp(de->d_name, prefix, plen) == 0)
+			result = lappend(result, pstrdup(de->d_name));
+	}
+	FreeDir(dir);
+	list_sort(result, kl_name_cmp);
+	return result;
+}
+
+
+/*
+ * kl_recover_partition
+ *		Make the catalog match the disk for one partition the caller owns.
+ *		Returns the number of changes (and reports them when out is given).
+ */
+int
+kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
+{
+	char	   *part_dir = kl_partition_dir(src, partition);
+	char	   *staging_root = psprintf("%s/.staging", src->dir);
+	char	   *marker = psprintf("-p%d-", partition);
+	List	   *on_disk;
+	List	   *known;
+	ListCell   *cell;
+	ListCell   *kc;
+	int			changes = 0;
+
+	/* abandoned staging directories of this partition */
+	foreach(cell, kl_list_dir(staging_root, "batch="))
+	{
+		const char *name = lfirst(cell);
+
+		if (strstr(name, marker) != NULL)
+		{
+			kl_remove_tree(psprintf("%s/%s", staging_root, name));
+			kl_emit_recover_row(out, desc, "removed_staging", src, partition, NULL, name);
+			changes++;
+		}
+	}
+
+	/* batch directories the catalog does not know */
+	on_disk = kl_list_dir(part_dir, "batch=");
+	if (on_disk == NIL)
+		return changes;
+	known = kl_catalog_batch_ids(src, partition);
+	list_sort(known, kl_name_cmp);
+	kc = list_head(known);
+	foreach(cell, on_disk)
+	{
+		const char *name = lfirst(cell);
+		const char *id = name + strlen("batch=");
+		int			cmp = 1;
+
+		CHECK_FOR_INTERRUPTS();
+		while (kc != NULL && (cmp = strcmp((const char *) lfirst(kc), id)) < 0)
+			kc = lnext(known, kc);
+		if (kc != NULL && cmp == 0)
+			continue;
+		kl_adopt_batch(src, partition, psprintf("%s/%s", part_dir, name), name, out, desc);
+		changes++;
+	}
+	return changes;
+}
+
+/*
+ * kl_disk_partitions
+ *		The partitions of a source that have a directory on disk, plus those
+ *		named by staging directories.
+ */
+static List *
+kl_disk_partitions(KlSource *src)
+{
+	char	   *topic_dir = psprintf("%s/topic=%s", src->dir, src->topic);
+	List	   *result = NIL;
+	ListCell   *cell;
+
+	foreach(cell, kl_list_dir(topic_dir, "partition="))
+	{
+		int			p = atoi((const char *) lfirst(cell) + strlen("partition="));
+
+		result = list_append_unique_int(result, p);
+	}
+	foreach(cell, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
+	{
+		const char *name = lfirst(cell);
+		const char *mark = strstr(name + KL_BATCH_ID_LEN, "-p");
+
+		if (mark)
+			result = list_append_unique_int(result, atoi(mark + 2));
+	}
+	return result;
+}
+
+/*
+ * kafka_lake_recover
+ *		recover(source): adopt complete batches the catalog lacks, remove
+ *		abandoned staging directories; one row per change.
+ */
+Datum
+kafka_lake_recover(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KlSource   *src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	ListCell   *cell;
+
+	kl_init_materialized_srf(fcinfo);
+	foreach(cell, kl_disk_partitions(src))
+	{
+		int32		p = lfirst_int(cell);
+
+		if (!kl_try_lock_partition(src, p))
+		{
+			kl_emit_recover_row(rsinfo->setResult, rsinfo->setDesc, "skipped_locked",
+								src, p, NULL, "another session is landing this partition");
+			continue;
+		}
+		kl_recover_partition(src, p, rsinfo->setResult, rsinfo->setDesc);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * kl_emit_verify_row
+ *		One problem found by verify().
+ */
+static void
+kl_emit_verify_row(ReturnSetInfo *rsinfo, const char *batch_id, KlSource *src,
+				   int32 partition, const char *file, const char *problem, const char *detail)
+{
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	values[0] = batch_id ? CStringGetTextDatum(batch_id) : (Datum) 0;
+	nulls[0] = (batch_id == NULL);
+	values[1] = CStringGetTextDatum(src->topic);
+	values[2] = Int32GetDatum(partition);
+	values[3] = file ? CStringGetTextDatum(file) : (Datum) 0;
+	nulls[3] = (file == NULL);
+	values[4] = CStringGetTextDatum(problem);
+	values[5] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
+	nulls[5] = (detail == NULL);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * kafka_lake_verify
+ *		verify(source): re-read every batch and compare it with its manifest
+ *		and the catalog; one row per problem.
+ */
+Datum
+kafka_lake_verify(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KlSource   *src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext per_batch;
+	List	   *batches = NIL;
+	List	   *known_dirs = NIL;
+	ListCell   *cell;
+	KlCatalogSave cs;
+
+	kl_init_materialized_srf(fcinfo);
+
+	/* the catalog's view of every batch */
+	cs = kl_catalog_begin();
+	{
+		Oid			types[1] = {INT4OID};
+		Datum		values[1] = {Int32GetDatum(src->source_id)};
+
+		if (SPI_execute_with_args("SELECT batch_id, partition, manifest_sha256, file_bytes::text,"
+								  " file_lines::text, file_crc32c::text, file_sha256::text,"
+								  " record_count"
+								  " FROM kafka_lake.batches WHERE source_id = $1"
+								  " ORDER BY partition, first_offset",
+								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read kafka_lake.batches");
+		for (uint64 row = 0; row < SPI_processed; row++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[row];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			MemoryContext old = MemoryContextSwitchTo(caller);
+			KlLandedBatch *b = palloc0(sizeof(KlLandedBatch));
+			char	   *bytes = SPI_getvalue(tup, desc, 4);
+			char	   *lines = SPI_getvalue(tup, desc, 5);
+			char	   *crcs = SPI_getvalue(tup, desc, 6);
+			char	   *shas = SPI_getvalue(tup, desc, 7);
+
+			strlcpy(b->batch_id, SPI_getvalue(tup, desc, 1), sizeof(b->batch_id));
+			b->partition = atoi(SPI_getvalue(tup, desc, 2));
+			strlcpy(b->manifest_sha256, SPI_getvalue(tup, desc, 3), sizeof(b->manifest_sha256));
+			b->record_count = atoi(SPI_getvalue(tup, desc, 8));
+			if (sscanf(bytes, "{%lld,%lld,%lld}", (long long *) &b->files[0].bytes,
+					   (long long *) &b->files[1].bytes, (long long *) &b->files[2].bytes) != 3 ||
+				sscanf(lines, "{%lld,%lld,%lld}", (long long *) &b->files[0].lines,
+					   (long long *) &b->files[1].lines, (long long *) &b->files[2].lines) != 3 ||
+				sscanf(crcs, "{%u,%u,%u}", &b->files[0].crc32c, &b->files[1].crc32c,
+					   &b->files[2].crc32c) != 3 ||
+				sscanf(shas, "{%64[0-9a-f],%64[0-9a-f],%64[0-9a-f]}", b->files[0].sha256,
+					   b->files[1].sha256, b->files[2].sha256) != 3)
+				elog(ERROR, "unexpected file checks in kafka_lake.batches for batch %s", b->batch_id);
+			batches = lappend(batches, b);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	kl_catalog_end(cs);
+
+	per_batch = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake verify",
+									  ALLOCSET_DEFAULT_SIZES);
+	foreach(cell, batches)
+	{
+		KlLandedBatch *cat = lfirst(cell);
+		char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, cat->partition),
+								   cat->batch_id);
+		MemoryContext old;
+		struct stat st;
+		int			bad;
+		char	   *problem;
+
+		known_dirs = lappend(known_dirs, dir);
+		CHECK_FOR_INTERRUPTS();
+		MemoryContextReset(per_batch);
+		old = MemoryContextSwitchTo(per_batch);
+
+		if (stat(dir, &st) != 0)
+		{
+			MemoryContextSwitchTo(old);
+			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, NULL,
+							   "missing_batch", psprintf("%s: %m", dir));
+			continue;
+		}
+		/* the files against the catalog's copy of their checks */
+		problem = kl_check_batch_files(dir, cat, true, &bad);
+		if (problem)
+		{
+			char	   *colon = strchr(problem, ':');
+
+			MemoryContextSwitchTo(old);
+			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition,
+							   bad >= 0 ? kl_file_names[bad] : NULL,
+							   pnstrdup(problem, colon - problem), colon + 2);
+			continue;
+		}
+		/* the manifest against the catalog */
+		{
+			size_t		len;
+			char	   *text = kl_read_whole_file(psprintf("%s/manifest.json", dir), &len);
+			uint8		digest[KL_SHA256_LEN];
+			char		hex[KL_SHA256_HEX_LEN + 1];
+
+			if (text == NULL)
+			{
+				MemoryContextSwitchTo(old);
+				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
+								   "missing_file", "manifest.json is missing");
+				continue;
+			}
+			kl_sha256(text, len, digest);
+			kl_hex(digest, KL_SHA256_LEN, hex);
+			if (strcmp(hex, cat->manifest_sha256) != 0)
+			{
+				MemoryContextSwitchTo(old);
+				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
+								   "checksum_mismatch",
+								   psprintf("manifest.json has SHA-256 %s, the catalog recorded %s",
+											hex, cat->manifest_sha256));
+				continue;
+			}
+		}
+		MemoryContextSwitchTo(old);
+	}
+
+	/* what is on disk but not in the catalog */
+	foreach(cell, kl_disk_partitions(src))
+	{
+		int32		p = lfirst_int(cell);
+		char	   *part_dir = kl_partition_dir(src, p);
+		ListCell   *dc;
+		char	   *marker = psprintf("-p%d-", p);
+
+		foreach(dc, kl_list_dir(part_dir, "batch="))
+		{
+			char	   *dir = psprintf("%s/%s", part_dir, (char *) lfirst(dc));
+			bool		found = false;
+			ListCell   *kc;
+
+			foreach(kc, known_dirs)
+			{
+				if (strcmp((char *) lfirst(kc), dir) == 0)
+				{
+					found = true;
+					break;
+				}
+			}
+			if (!found)
+				kl_emit_verify_row(rsinfo, (char *) lfirst(dc) + strlen("batch="), src, p, NULL,
+								   "not_in_catalog",
+								   "a complete batch the catalog does not know; kafka_lake.recover() adopts it");
+		}
+		foreach(dc, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
+		{
+			if (strstr((char *) lfirst(dc), marker))
+				kl_emit_verify_row(rsinfo, NULL, src, p, (char *) lfirst(dc), "abandoned_staging",
+								   "an unfinished batch; kafka_lake.recover() removes it");
+		}
+	}
+	return (Datum) 0;
+}
