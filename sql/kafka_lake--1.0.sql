@@ -117,17 +117,17 @@ COMMENT ON TABLE kafka_lake.coordinates IS
   'The coordinates (topic, partition, offset) of each batch with their fingerprints; no offset lives in two batches.';
 
 -- The accepted event_id of a source, once (I3).  event_key is the first 16
--- bytes of SHA-256(event_id): a fixed-width key that any event_id fits.
+-- bytes of SHA-256(source_id as 4 big-endian bytes || event_id): a fixed-width
+-- key that any event_id fits, one index column to compare.  Find a row with
+-- kafka_lake.event_key(source, event_id).
 CREATE TABLE kafka_lake.accepted_events (
+    event_key  uuid PRIMARY KEY,
     source_id  integer NOT NULL,
-    event_key  uuid NOT NULL,
-    event_id   text NOT NULL,
     partition  integer NOT NULL,
-    "offset"   bigint NOT NULL,
-    PRIMARY KEY (source_id, event_key)
+    "offset"   bigint NOT NULL
 );
 COMMENT ON TABLE kafka_lake.accepted_events IS
-  'Each accepted event_id of a source, with the coordinate that carried it.';
+  'Each accepted event_id of a source once, with the coordinate that carried it.';
 
 -- Every synchronous commit of the consumer group made by land().
 CREATE TABLE kafka_lake.offset_commits (
@@ -406,6 +406,17 @@ AS 'MODULE_PATHNAME', 'kafka_lake_produce'
 LANGUAGE C;
 COMMENT ON FUNCTION kafka_lake.produce(text, text, bytea, bytea, integer, interval) IS
   'Send one record and wait for the broker''s acknowledgement; returns its offset';
+
+CREATE FUNCTION kafka_lake.event_key(source text, event_id text)
+RETURNS uuid
+LANGUAGE sql STABLE STRICT
+AS $$
+    SELECT encode(substring(sha256(int4send(s.source_id) || convert_to(event_id, 'UTF8'))
+                            FROM 1 FOR 16), 'hex')::uuid
+    FROM kafka_lake.sources s WHERE s.source = $1
+$$;
+COMMENT ON FUNCTION kafka_lake.event_key(text, text) IS
+  'The key of an event_id in kafka_lake.accepted_events';
 
 --------------------------------------------------------------------------
 -- Privileges: nothing that touches Kafka or the server's files is for PUBLIC

@@ -101,14 +101,29 @@ kl_field_number(const KlJsonValue *key)
 static char *
 kl_copy_trimmed(const KlJsonValue *v, bool lower, int *len)
 {
-	StringInfoData buf;
 	char	   *s;
 	char	   *e;
 
-	initStringInfo(&buf);
-	kl_json_decode_string(v, &buf);
-	s = buf.data;
-	e = buf.data + buf.len;
+	/* a decoded string is never longer than its JSON spelling */
+	if (v->has_escapes)
+	{
+		StringInfoData buf;
+
+		buf.data = palloc(v->len);
+		buf.maxlen = v->len;
+		buf.len = 0;
+		buf.cursor = 0;
+		kl_json_decode_string(v, &buf);
+		buf.data[buf.len] = '\0';
+		s = buf.data;
+		e = buf.data + buf.len;
+	}
+	else
+	{
+		s = palloc(v->len - 1);
+		memcpy(s, v->start + 1, v->len - 2);
+		e = s + v->len - 2;
+	}
 	while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' ||
 					 *s == '\f' || *s == '\v'))
 		s++;

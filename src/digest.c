@@ -203,14 +203,24 @@ kl_fingerprint(const char *topic, int32 partition, int64 offset,
 
 /*
  * kl_event_key
- *		The catalog key of an event_id: the first 16 bytes of its SHA-256.
+ *		The catalog key of an event_id of a source: the first 16 bytes of
+ *		SHA-256(source_id as 4 big-endian bytes || event_id).
  */
 void
-kl_event_key(const char *event_id, size_t len, pg_uuid_t *key)
+kl_event_key(int32 source_id, const char *event_id, size_t len, pg_uuid_t *key)
 {
+	EVP_MD_CTX *ctx = kl_scratch();
 	uint8		digest[KL_SHA256_LEN];
+	uint8		id[4];
+	unsigned int outlen;
 
-	kl_sha256(event_id, len, digest);
+	id[0] = (uint32) source_id >> 24;
+	id[1] = (uint32) source_id >> 16;
+	id[2] = (uint32) source_id >> 8;
+	id[3] = (uint32) source_id;
+	EVP_DigestUpdate(ctx, id, 4);
+	EVP_DigestUpdate(ctx, event_id, len);
+	EVP_DigestFinal_ex(ctx, digest, &outlen);
 	memcpy(key->data, digest, UUID_LEN);
 }
 

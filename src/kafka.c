@@ -453,6 +453,61 @@ kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
 }
 
 /*
+ * kl_kafka_all_watermarks
+ *		Low and high watermarks of partitions 0..n-1 of a topic, in two
+ *		ListOffsets round trips for all of them (asking partition by
+ *		partition costs a round trip and a poll interval each).
+ */
+void
+kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64 *high,
+						int timeout_ms)
+{
+	for (int pass = 0; pass < 2; pass++)
+	{
+		rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n);
+		TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+		rd_kafka_resp_err_t err;
+
+		for (;;)
+		{
+			/* ListOffsets reads -2 as "earliest" and -1 as "latest" */
+			rd_kafka_topic_partition_list_destroy(parts);
+			parts = rd_kafka_topic_partition_list_new(n);
+			for (int p = 0; p < n; p++)
+				rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
+					pass == 0 ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
+			CHECK_FOR_INTERRUPTS();
+			err = rd_kafka_offsets_for_times(kk->rk, parts, 200);
+			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			{
+				for (int i = 0; i < parts->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+					err = parts->elems[i].err;
+			}
+			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+				break;
+			if ((err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+				 err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+				 err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN &&
+				 err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
+				 err != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION) ||
+				GetCurrentTimestamp() >= deadline)
+			{
+				rd_kafka_topic_partition_list_destroy(parts);
+				kl_kafka_error(kk, "read the watermarks", err);
+			}
+		}
+		for (int i = 0; i < parts->cnt; i++)
+		{
+			int32		p = parts->elems[i].partition;
+
+			if (p >= 0 && p < n)
+				(pass == 0 ? low : high)[p] = parts->elems[i].offset;
+		}
+		rd_kafka_topic_partition_list_destroy(parts);
+	}
+}
+
+/*
  * kl_kafka_committed
  *		The consumer group's committed offsets of partitions 0..n-1 of a
  *		topic; RD_KAFKA_OFFSET_INVALID where the group has none.

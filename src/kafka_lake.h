@@ -102,6 +102,8 @@ extern int	kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_
 extern char *kl_kafka_cluster_id(KlKafka *kk, int timeout_ms);
 extern void kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
 								int64 *low, int64 *high, int timeout_ms);
+extern void kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low,
+									int64 *high, int timeout_ms);
 extern void kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets,
 							   int timeout_ms);
 extern void kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset);
@@ -214,7 +216,7 @@ extern void kl_fingerprint(const char *topic, int32 partition, int64 offset,
 						   const char *key, size_t key_len,
 						   const char *value, size_t value_len,
 						   uint8 out[KL_SHA256_LEN]);
-extern void kl_event_key(const char *event_id, size_t len, pg_uuid_t *key);
+extern void kl_event_key(int32 source_id, const char *event_id, size_t len, pg_uuid_t *key);
 extern void kl_hex(const uint8 *in, int n, char *out);
 extern bool kl_unhex(const char *in, int n, uint8 *out);
 extern uint32 kl_crc32c(uint32 crc, const void *data, size_t len);

@@ -99,6 +99,8 @@ typedef struct KlLandCall
 	int			nrecs;
 	size_t		bytes;
 	/* per partition */
+	int64	   *low;			/* watermarks of every partition, read once */
+	int64	   *high;
 	int32		partition;
 	int64		committed;		/* the group's committed offset, -1 if none */
 	int			landed_records; /* replay bookkeeping */
@@ -326,7 +328,7 @@ kl_classify_run(KlLandCall *call, KlRecord *recs, int n)
 			r->status = KL_STATUS_QUARANTINED;
 			continue;
 		}
-		kl_event_key(r->event.event_id, r->event.event_id_len, &r->event_key);
+		kl_event_key(call->src->source_id, r->event.event_id, r->event.event_id_len, &r->event_key);
 		entry = hash_search(seen, &r->event_key, HASH_ENTER, &found);
 		if (found)
 		{
@@ -474,7 +476,7 @@ kl_process_window(KlLandCall *call)
 		KlLandRow  *last = llast(rows);
 
 		last->reused += reused;
-		last->records += (rows->length == 1 && strcmp(last->status, "reused") == 0) ? reused : reused;
+		last->records += reused;
 	}
 
 	/* step 6: everything below next_offset is durable */
@@ -510,7 +512,6 @@ kl_land_range(KlLandCall *call, int64 start, int64 stop)
 	{
 		MemoryContextReset(call->window_cxt);
 		old = MemoryContextSwitchTo(call->window_cxt);
-		call->recs = palloc(sizeof(KlRecord) * kl_batch_max_records);
 		done = kl_poll_window(call, stop);
 		if (call->nrecs > 0)
 			kl_process_window(call);
@@ -537,9 +538,17 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	kl_init_materialized_srf(fcinfo);
 	call->out = rsinfo->setResult;
 	call->desc = rsinfo->setDesc;
+	/*
+	 * The window context keeps a 16 MB block across resets: a window's
+	 * normalised events take about that much, and fresh memory every window
+	 * costs page faults.  The records array is reused the same way.
+	 */
 	call->window_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "kafka_lake window",
-											 ALLOCSET_DEFAULT_SIZES);
+											 16 * 1024 * 1024, 16 * 1024 * 1024,
+											 ALLOCSET_DEFAULT_MAXSIZE);
+	call->recs = MemoryContextAllocHuge(CurrentMemoryContext,
+										sizeof(KlRecord) * kl_batch_max_records);
 	call->committed = -1;
 
 	call->kk = kl_kafka_open(call->src->server, KL_CONSUMER, call->src->group_id);
@@ -600,7 +609,8 @@ kl_land_partition(KlLandCall *call)
 	kl_recover_partition(src, p, NULL, NULL);
 
 	remembered = kl_catalog_remembered_offset(src, p);
-	kl_kafka_watermarks(call->kk, src->topic, p, &low, &high, kl_remaining_ms(call));
+	low = call->low[p];
+	high = call->high[p];
 	kl_check_high_watermark(call, high, remembered);
 
 	if (call->committed >= 0)
@@ -686,6 +696,10 @@ kafka_lake_land(PG_FUNCTION_ARGS)
 	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
 	committed = palloc(sizeof(int64) * nparts);
 	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, kl_remaining_ms(&call));
+	call.low = palloc(sizeof(int64) * nparts);
+	call.high = palloc(sizeof(int64) * nparts);
+	kl_kafka_all_watermarks(call.kk, call.src->topic, nparts, call.low, call.high,
+							kl_remaining_ms(&call));
 
 	for (int p = 0; p < nparts && !call.stop; p++)
 	{

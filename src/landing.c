@@ -70,7 +70,7 @@ typedef struct KlOutFile
 {
 	char	   *path;
 	int			fd;
-	StringInfoData buf;			/* pending bytes */
+	StringInfo	buf;			/* pending bytes (a reused buffer) */
 	KlSha256   *sha;
 	uint32		crc;
 	KlFileInfo	info;
@@ -203,11 +203,35 @@ kl_remove_tree_at_commit(const char *path)
 }
 
 /*
+ * kl_out_buffer
+ *		Give a file its write buffer.  The buffers live as long as the
+ *		backend and are reused by every batch (a fresh megabyte per file per
+ *		batch costs page faults on every batch); a line longer than a buffer
+ *		grows it in place.
+ */
+static void
+kl_out_buffer(KlOutFile *f, int slot)
+{
+	static StringInfoData buffers[KL_NFILES + 1];
+
+	if (buffers[slot].data == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&buffers[slot]);
+		enlargeStringInfo(&buffers[slot], KL_WRITE_CHUNK + 1024);
+		MemoryContextSwitchTo(old);
+	}
+	f->buf = &buffers[slot];
+	resetStringInfo(f->buf);
+}
+
+/*
  * kl_out_open
  *		Create a new file for writing.
  */
 static void
-kl_out_open(KlOutFile *f, const char *path)
+kl_out_open(KlOutFile *f, const char *path, int slot)
 {
 	f->path = pstrdup(path);
 	f->fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
@@ -215,8 +239,7 @@ kl_out_open(KlOutFile *f, const char *path)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not create file \"%s\": %m", path)));
-	initStringInfo(&f->buf);
-	enlargeStringInfo(&f->buf, KL_WRITE_CHUNK + 1024);
+	kl_out_buffer(f, slot);
 	f->sha = kl_sha256_create();
 	f->crc = KL_CRC32C_INIT;
 	memset(&f->info, 0, sizeof(f->info));
@@ -229,8 +252,8 @@ kl_out_open(KlOutFile *f, const char *path)
 static void
 kl_out_flush(KlOutFile *f)
 {
-	const char *p = f->buf.data;
-	size_t		left = f->buf.len;
+	const char *p = f->buf->data;
+	size_t		left = f->buf->len;
 
 	if (left == 0)
 		return;
@@ -256,7 +279,7 @@ kl_out_flush(KlOutFile *f)
 		p += n;
 		left -= n;
 	}
-	resetStringInfo(&f->buf);
+	resetStringInfo(f->buf);
 }
 
 /*
@@ -267,7 +290,7 @@ static inline void
 kl_out_line_done(KlOutFile *f)
 {
 	f->info.lines++;
-	if (f->buf.len >= KL_WRITE_CHUNK)
+	if (f->buf->len >= KL_WRITE_CHUNK)
 		kl_out_flush(f);
 }
 
@@ -503,9 +526,9 @@ void
 kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBatch *out)
 {
 	KlOutFile	files[KL_NFILES];
+	KlOutFile	mf;
 	StringInfoData topic_json;
-	StringInfoData manifest;
-	StringInfoData line;
+	StringInfo	doc;
 	char	   *staging_root;
 	char	   *staging;
 	char	   *part_dir;
@@ -524,10 +547,40 @@ kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBat
 	out->last_offset = recs[n - 1].offset;
 	out->record_count = n;
 
-	/* the batch id: offsets and the hash of the fingerprints */
+	/*
+	 * Everything the manifest says before its entries is known before the
+	 * first line is written: the counts, the business dates, and the batch
+	 * id (offsets and the hash of the fingerprints).  So the manifest is
+	 * written as a stream, like the JSONL files.
+	 */
 	h = kl_sha256_create();
 	for (int i = 0; i < n; i++)
-		kl_sha256_update(h, recs[i].fingerprint, KL_SHA256_LEN);
+	{
+		KlRecord   *r = &recs[i];
+
+		kl_sha256_update(h, r->fingerprint, KL_SHA256_LEN);
+		if (r->status == KL_STATUS_ACCEPTED)
+			out->accepted++;
+		else if (r->status == KL_STATUS_DUPLICATE)
+			out->duplicates++;
+		else if (r->status == KL_STATUS_QUARANTINED)
+			out->quarantined++;
+		else
+			elog(ERROR, "unexpected record status '%c' in a batch", r->status);
+		if (r->status != KL_STATUS_QUARANTINED)
+		{
+			if (!out->has_dates)
+			{
+				out->min_date = out->max_date = r->event.business_date;
+				out->has_dates = true;
+			}
+			else
+			{
+				out->min_date = Min(out->min_date, r->event.business_date);
+				out->max_date = Max(out->max_date, r->event.business_date);
+			}
+		}
+	}
 	kl_sha256_final(h, digest);
 	kl_hex(digest, 6, hex);
 	snprintf(out->batch_id, sizeof(out->batch_id), "%020lld-%020lld-%s",
@@ -549,16 +602,32 @@ kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBat
 	kl_json_append_string(&topic_json, src->topic, strlen(src->topic));
 
 	for (int i = 0; i < KL_NFILES; i++)
-		kl_out_open(&files[i], psprintf("%s/%s", staging, kl_file_names[i]));
+		kl_out_open(&files[i], psprintf("%s/%s", staging, kl_file_names[i]), i);
+	kl_out_open(&mf, psprintf("%s/manifest.json", staging), KL_NFILES);
 
-	initStringInfo(&manifest);
-	initStringInfo(&line);
-	appendStringInfoString(&manifest, "  \"entries\": [\n");
+	/* manifest.json: keys sorted, entries one per line */
+	doc = mf.buf;
+	appendStringInfo(doc, "{\n  \"accepted_count\": %d,\n", out->accepted);
+	appendStringInfoString(doc, "  \"batch_id\": ");
+	kl_json_append_string(doc, out->batch_id, strlen(out->batch_id));
+	appendStringInfoString(doc, ",\n  \"business_date_max\": ");
+	kl_append_date(doc, out->has_dates, out->max_date);
+	appendStringInfoString(doc, ",\n  \"business_date_min\": ");
+	kl_append_date(doc, out->has_dates, out->min_date);
+	appendStringInfoString(doc, ",\n  \"created_at\": ");
+	{
+		char	   *created = kl_iso_now();
+
+		kl_json_append_string(doc, created, strlen(created));
+	}
+	appendStringInfo(doc, ",\n  \"duplicate_event_count\": %d,\n", out->duplicates);
+	appendStringInfoString(doc, "  \"entries\": [\n");
 
 	for (int i = 0; i < n; i++)
 	{
 		KlRecord   *r = &recs[i];
 		KlOutFile  *f;
+		StringInfo	buf;
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -567,59 +636,44 @@ kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBat
 		{
 			case KL_STATUS_ACCEPTED:
 				f = &files[KL_FILE_ACCEPTED];
-				appendStringInfoString(&f->buf, "{\"event\": ");
-				kl_event_append_json(&f->buf, &r->event);
-				appendStringInfoString(&f->buf, ", ");
-				kl_append_kafka(&f->buf, r, topic_json.data, partition);
-				appendStringInfoString(&f->buf, "}\n");
-				out->accepted++;
+				buf = f->buf;
+				appendStringInfoString(buf, "{\"event\": ");
+				kl_event_append_json(buf, &r->event);
+				appendStringInfoString(buf, ", ");
+				kl_append_kafka(buf, r, topic_json.data, partition);
+				appendStringInfoString(buf, "}\n");
 				break;
 			case KL_STATUS_DUPLICATE:
 				f = &files[KL_FILE_DUPLICATES];
-				appendStringInfoChar(&f->buf, '{');
-				kl_append_duplicate_of(&f->buf, r, topic_json.data);
-				appendStringInfoString(&f->buf, ", \"event\": ");
-				kl_event_append_json(&f->buf, &r->event);
-				appendStringInfoString(&f->buf, ", ");
-				kl_append_kafka(&f->buf, r, topic_json.data, partition);
-				appendStringInfoString(&f->buf, "}\n");
-				out->duplicates++;
-				break;
-			case KL_STATUS_QUARANTINED:
-				f = &files[KL_FILE_QUARANTINE];
-				appendStringInfoChar(&f->buf, '{');
-				kl_append_kafka(&f->buf, r, topic_json.data, partition);
-				appendStringInfoString(&f->buf, ", ");
-				kl_append_raw_value(&f->buf, r);
-				appendStringInfoString(&f->buf, ", \"validation_error\": ");
-				kl_json_append_string(&f->buf, r->validation_error, strlen(r->validation_error));
-				appendStringInfoString(&f->buf, "}\n");
-				out->quarantined++;
+				buf = f->buf;
+				appendStringInfoChar(buf, '{');
+				kl_append_duplicate_of(buf, r, topic_json.data);
+				appendStringInfoString(buf, ", \"event\": ");
+				kl_event_append_json(buf, &r->event);
+				appendStringInfoString(buf, ", ");
+				kl_append_kafka(buf, r, topic_json.data, partition);
+				appendStringInfoString(buf, "}\n");
 				break;
 			default:
-				elog(ERROR, "unexpected record status '%c' in a batch", r->status);
-				f = NULL;		/* keep the compiler quiet */
+				f = &files[KL_FILE_QUARANTINE];
+				buf = f->buf;
+				appendStringInfoChar(buf, '{');
+				kl_append_kafka(buf, r, topic_json.data, partition);
+				appendStringInfoString(buf, ", ");
+				kl_append_raw_value(buf, r);
+				appendStringInfoString(buf, ", \"validation_error\": ");
+				kl_json_append_string(buf, r->validation_error, strlen(r->validation_error));
+				appendStringInfoString(buf, "}\n");
+				break;
 		}
 		kl_out_line_done(f);
 
-		if (r->status != KL_STATUS_QUARANTINED)
-		{
-			if (!out->has_dates)
-			{
-				out->min_date = out->max_date = r->event.business_date;
-				out->has_dates = true;
-			}
-			else
-			{
-				out->min_date = Min(out->min_date, r->event.business_date);
-				out->max_date = Max(out->max_date, r->event.business_date);
-			}
-		}
-
-		kl_append_manifest_entry(&manifest, r, topic_json.data, partition);
-		appendStringInfoString(&manifest, i + 1 < n ? ",\n" : "\n");
+		kl_append_manifest_entry(doc, r, topic_json.data, partition);
+		appendStringInfoString(doc, i + 1 < n ? ",\n" : "\n");
+		mf.info.lines++;
+		if (doc->len >= KL_WRITE_CHUNK)
+			kl_out_flush(&mf);
 	}
-	appendStringInfoString(&manifest, "  ],\n");
 
 	for (int i = 0; i < KL_NFILES; i++)
 	{
@@ -627,49 +681,25 @@ kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBat
 		out->files[i] = files[i].info;
 	}
 
-	/* manifest.json: keys sorted, entries one per line */
-	{
-		StringInfoData doc;
-		char	   *created = kl_iso_now();
-		KlOutFile	mf;
-
-		initStringInfo(&doc);
-		appendStringInfo(&doc, "{\n  \"accepted_count\": %d,\n", out->accepted);
-		appendStringInfoString(&doc, "  \"batch_id\": ");
-		kl_json_append_string(&doc, out->batch_id, strlen(out->batch_id));
-		appendStringInfoString(&doc, ",\n  \"business_date_max\": ");
-		kl_append_date(&doc, out->has_dates, out->max_date);
-		appendStringInfoString(&doc, ",\n  \"business_date_min\": ");
-		kl_append_date(&doc, out->has_dates, out->min_date);
-		appendStringInfoString(&doc, ",\n  \"created_at\": ");
-		kl_json_append_string(&doc, created, strlen(created));
-		appendStringInfo(&doc, ",\n  \"duplicate_event_count\": %d,\n", out->duplicates);
-		appendBinaryStringInfo(&doc, manifest.data, manifest.len);
-		appendStringInfoString(&doc, "  \"files\": {\n");
-		for (int i = 0; i < KL_NFILES; i++)
-			appendStringInfo(&doc,
-							 "    \"%s\": {\"bytes\": %lld, \"crc32c\": %u, \"lines\": %lld, \"sha256\": \"%s\"}%s\n",
-							 kl_file_names[i], (long long) out->files[i].bytes,
-							 out->files[i].crc32c, (long long) out->files[i].lines,
-							 out->files[i].sha256, i + 1 < KL_NFILES ? "," : "");
-		appendStringInfoString(&doc, "  },\n  \"format_version\": 1,\n");
-		appendStringInfo(&doc, "  \"input_offset_end\": %lld,\n", (long long) out->last_offset);
-		appendStringInfo(&doc, "  \"input_offset_start\": %lld,\n", (long long) out->first_offset);
-		appendStringInfo(&doc, "  \"input_record_count\": %d,\n", n);
-		appendStringInfo(&doc, "  \"new_coordinate_count\": %d,\n", n);
-		appendStringInfo(&doc, "  \"partition\": %d,\n", partition);
-		appendStringInfo(&doc, "  \"quarantine_count\": %d,\n", out->quarantined);
-		appendStringInfoString(&doc, "  \"topic\": ");
-		appendStringInfoString(&doc, topic_json.data);
-		appendStringInfoString(&doc, "\n}\n");
-
-		kl_out_open(&mf, psprintf("%s/manifest.json", staging));
-		appendBinaryStringInfo(&mf.buf, doc.data, doc.len);
-		kl_out_close(&mf);
-		strlcpy(out->manifest_sha256, mf.info.sha256, sizeof(out->manifest_sha256));
-		pfree(doc.data);
-		pfree(manifest.data);
-	}
+	appendStringInfoString(doc, "  ],\n  \"files\": {\n");
+	for (int i = 0; i < KL_NFILES; i++)
+		appendStringInfo(doc,
+						 "    \"%s\": {\"bytes\": %lld, \"crc32c\": %u, \"lines\": %lld, \"sha256\": \"%s\"}%s\n",
+						 kl_file_names[i], (long long) out->files[i].bytes,
+						 out->files[i].crc32c, (long long) out->files[i].lines,
+						 out->files[i].sha256, i + 1 < KL_NFILES ? "," : "");
+	appendStringInfoString(doc, "  },\n  \"format_version\": 1,\n");
+	appendStringInfo(doc, "  \"input_offset_end\": %lld,\n", (long long) out->last_offset);
+	appendStringInfo(doc, "  \"input_offset_start\": %lld,\n", (long long) out->first_offset);
+	appendStringInfo(doc, "  \"input_record_count\": %d,\n", n);
+	appendStringInfo(doc, "  \"new_coordinate_count\": %d,\n", n);
+	appendStringInfo(doc, "  \"partition\": %d,\n", partition);
+	appendStringInfo(doc, "  \"quarantine_count\": %d,\n", out->quarantined);
+	appendStringInfoString(doc, "  \"topic\": ");
+	appendStringInfoString(doc, topic_json.data);
+	appendStringInfoString(doc, "\n}\n");
+	kl_out_close(&mf);
+	strlcpy(out->manifest_sha256, mf.info.sha256, sizeof(out->manifest_sha256));
 
 	/* the staging directory's entries are durable */
 	fsync_fname(staging, true);

@@ -482,8 +482,8 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 		{
 			was[i] = recs[i].status;
 			if (recs[i].status == KL_STATUS_ACCEPTED)
-				kl_event_key(recs[i].event.event_id, recs[i].event.event_id_len,
-							 &recs[i].event_key);
+				kl_event_key(src->source_id, recs[i].event.event_id,
+							 recs[i].event.event_id_len, &recs[i].event_key);
 		}
 		kl_catalog_reserve_events(src, partition, recs, n);
 		for (int i = 0; i < n; i++)
