@@ -1,0 +1,133 @@
+# test/lib/env.sh -- shared by test/run, tools/demo and bench/run.
+#
+# Sets up everything kafka_lake needs on a Debian 12 machine, as root:
+# the Debian packages, the extension (built and installed), a throwaway
+# PostgreSQL 15 cluster owned by the postgres user in a temporary directory
+# on a free port (pg_cron preloaded), and the test broker (librdkafka's mock
+# cluster on 127.0.0.1, test/broker/kafka_lake_broker).  kl_cleanup stops
+# both and removes the directory; callers install it as an EXIT/INT/TERM
+# trap before starting anything.
+#
+# After kl_start_cluster and kl_start_broker these are exported:
+#   PGHOST PGPORT PGUSER PGDATABASE   the cluster (socket directory, port)
+#   KL_SERVER_LOG                     the cluster's log file
+#   KL_BOOTSTRAP                      the broker's bootstrap address
+#   KL_BROKER KL_BROKER_DIR           the broker program and its --dir,
+#                                     for "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" ...
+
+KL_ROOT=${KL_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+KL_PG_BIN=${KL_PG_BIN:-/usr/lib/postgresql/15/bin}
+export PG_CONFIG=$KL_PG_BIN/pg_config
+KL_PACKAGES=(build-essential postgresql-15 postgresql-server-dev-15 librdkafka-dev libssl-dev
+	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-cron kcat)
+
+kl_log() { printf '== %s\n' "$*" >&2; }
+
+# kl_install_packages: install the Debian packages that are missing.
+kl_install_packages() {
+	local missing=()
+	for p in "${KL_PACKAGES[@]}"; do
+		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		if [ "$(id -u)" != 0 ]; then
+			kl_log "missing packages: ${missing[*]} (run as root to install them)"
+			return 1
+		fi
+		kl_log "installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q >/dev/null
+		apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+}
+
+# kl_build_install: build the extension and the test broker, install the extension.
+kl_build_install() {
+	kl_log "building and installing kafka_lake"
+	make -C "$KL_ROOT" -s -j2 PG_CONFIG="$PG_CONFIG" >/dev/null
+	make -C "$KL_ROOT" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+	KL_BROKER=$KL_ROOT/test/broker/kafka_lake_broker
+	export KL_BROKER
+}
+
+# kl_free_port: a TCP port nobody listens on, from 55000 up.
+kl_free_port() {
+	local p
+	for p in $(seq "${1:-55000}" 59999); do
+		if ! (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	return 1
+}
+
+# kl_start_cluster: initdb and start a throwaway cluster as postgres.
+kl_start_cluster() {
+	KL_TMP=$(mktemp -d /tmp/kafka_lake.XXXXXX)
+	chmod 755 "$KL_TMP"
+	mkdir -p "$KL_TMP/pg"
+	chown postgres: "$KL_TMP/pg"
+	PGPORT=$(kl_free_port 55432)
+	kl_log "starting PostgreSQL 15 in $KL_TMP/pg on port $PGPORT"
+	runuser -u postgres -- "$KL_PG_BIN/initdb" -D "$KL_TMP/pg/data" -A trust -U postgres \
+		--no-sync >/dev/null
+	cat >>"$KL_TMP/pg/data/postgresql.conf" <<-EOF
+		port = $PGPORT
+		listen_addresses = ''
+		unix_socket_directories = '$KL_TMP/pg'
+		shared_preload_libraries = 'pg_cron'
+		cron.database_name = '${KL_CRON_DB:-kl_test}'
+		cron.use_background_workers = on
+		max_worker_processes = 16
+		log_line_prefix = '%m [%p] '
+		lc_messages = 'C'
+	EOF
+	KL_SERVER_LOG=$KL_TMP/pg/server.log
+	runuser -u postgres -- "$KL_PG_BIN/pg_ctl" -D "$KL_TMP/pg/data" -l "$KL_SERVER_LOG" -w -t 60 start >/dev/null
+	export PGHOST=$KL_TMP/pg PGPORT PGUSER=postgres KL_SERVER_LOG KL_TMP
+	export PATH=$KL_PG_BIN:$PATH
+}
+
+# kl_start_broker [topic:partitions ...]: start the test broker.
+kl_start_broker() {
+	KL_BROKER_DIR=$KL_TMP/broker
+	mkdir -p "$KL_BROKER_DIR"
+	chown postgres: "$KL_BROKER_DIR"
+	local args=()
+	for t in "$@"; do args+=(--topic "$t"); done
+	kl_log "starting the test broker (librdkafka mock cluster) in $KL_BROKER_DIR"
+	# as postgres, so that tests can drive it from SQL (COPY ... FROM PROGRAM)
+	runuser -u postgres -- "$KL_BROKER" serve --dir "$KL_BROKER_DIR" "${args[@]}" \
+		>"$KL_BROKER_DIR/out.log" 2>&1 &
+	KL_BROKER_PID=$!
+	for _ in $(seq 100); do
+		[ -s "$KL_BROKER_DIR/bootstrap" ] && break
+		sleep 0.1
+	done
+	[ -s "$KL_BROKER_DIR/bootstrap" ] || { cat "$KL_BROKER_DIR/out.log" >&2; return 1; }
+	KL_BOOTSTRAP=$(cat "$KL_BROKER_DIR/bootstrap")
+	export KL_BROKER KL_BROKER_DIR KL_BOOTSTRAP KL_BROKER_PID
+}
+
+# kl_cleanup: stop everything, on every exit path.
+kl_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [ -n "${KL_TMP:-}" ] && [ -d "$KL_TMP/pg/data" ]; then
+		runuser -u postgres -- "$KL_PG_BIN/pg_ctl" -D "$KL_TMP/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	if [ -n "${KL_BROKER_PID:-}" ]; then
+		"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" shutdown >/dev/null 2>&1 || kill "$KL_BROKER_PID" 2>/dev/null || true
+		wait "$KL_BROKER_PID" 2>/dev/null || true
+	fi
+	if [ -n "${KL_TMP:-}" ] && [ -z "${KL_KEEP:-}" ]; then
+		rm -rf "$KL_TMP"
+	fi
+	return $rc
+}
+
+# kl_psql: psql on the throwaway cluster, stopping at the first error.
+kl_psql() {
+	psql -X -q -v ON_ERROR_STOP=1 "$@"
+}

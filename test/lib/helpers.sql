@@ -1,0 +1,82 @@
+-- test/lib/helpers.sql -- helper functions for the pgTAP tests, created by
+-- test/run in the test database (schema kl_test).  psql variables broker,
+-- broker_dir, bootstrap and server_log are set by the harness.
+
+CREATE SCHEMA kl_test;
+
+-- what the harness knows, for functions that run in the server
+CREATE TABLE kl_test.env (name text PRIMARY KEY, value text NOT NULL);
+INSERT INTO kl_test.env VALUES
+  ('broker', :'broker'), ('broker_dir', :'broker_dir'),
+  ('bootstrap', :'bootstrap'), ('server_log', :'server_log');
+
+-- kl_test.sh(command): run a shell command as the server's user, return stdout
+CREATE FUNCTION kl_test.sh(cmd text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  result text;
+BEGIN
+  CREATE TEMP TABLE IF NOT EXISTS kl_sh_out (line text);
+  TRUNCATE kl_sh_out;
+  EXECUTE format('COPY kl_sh_out FROM PROGRAM %L WITH (FORMAT text, DELIMITER E''\x01'')', cmd);
+  SELECT string_agg(line, E'\n') INTO result FROM kl_sh_out;
+  RETURN coalesce(result, '');
+END $$;
+
+-- kl_test.broker(args): a control command for the test broker
+CREATE FUNCTION kl_test.broker(args text) RETURNS text
+LANGUAGE sql AS $$
+  SELECT kl_test.sh(format('%s ctl --dir %s %s',
+    (SELECT value FROM kl_test.env WHERE name = 'broker'),
+    (SELECT value FROM kl_test.env WHERE name = 'broker_dir'), args))
+$$;
+
+-- kl_test.fill(topic, count, ...): produce seed-style events fast
+CREATE FUNCTION kl_test.fill(topic text, count int, partitions int DEFAULT 1,
+                             start bigint DEFAULT 1, extra text DEFAULT '') RETURNS text
+LANGUAGE sql AS $$
+  SELECT kl_test.sh(format('%s fill --bootstrap %s --topic %s --count %s --partitions %s --start %s %s 2>&1',
+    (SELECT value FROM kl_test.env WHERE name = 'broker'),
+    (SELECT value FROM kl_test.env WHERE name = 'bootstrap'),
+    topic, count, partitions, start, extra))
+$$;
+
+-- kl_test.bootstrap(): the broker's current bootstrap address
+CREATE FUNCTION kl_test.bootstrap() RETURNS text
+LANGUAGE sql AS $$ SELECT kl_test.broker('bootstrap') $$;
+
+-- kl_test.server(name): a kafka_lake server on the test broker
+CREATE FUNCTION kl_test.server(name text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers %L)',
+                 name, kl_test.bootstrap());
+END $$;
+
+-- kl_test.event(id, ...): one valid machine_event_v1 value
+CREATE FUNCTION kl_test.event(id text, units int DEFAULT 10, defects int DEFAULT 0,
+                              business_date date DEFAULT '2026-06-29',
+                              machine text DEFAULT 'machine-01', line text DEFAULT 'line-01',
+                              work_order text DEFAULT 'wo-000001',
+                              event_time text DEFAULT NULL) RETURNS bytea
+LANGUAGE sql AS $$
+  SELECT convert_to(json_build_object(
+    'event_id', id, 'schema_version', 1,
+    'event_time', coalesce(event_time, business_date::text || 'T08:00:00+09:00'),
+    'business_date', business_date::text, 'plant_id', 'plant-01', 'line_id', line,
+    'work_order_id', work_order, 'machine_id', machine, 'product_code', 'prd-a',
+    'operation', 'assembly', 'units_produced', units, 'defect_count', defects,
+    'cycle_time_ms', 1200)::text, 'UTF8')
+$$;
+
+-- kl_test.threads(): threads of the calling backend
+CREATE FUNCTION kl_test.threads() RETURNS bigint
+LANGUAGE sql AS $$ SELECT count(*) FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') $$;
+
+-- kl_test.landing(source): the landing directory of a source
+CREATE FUNCTION kl_test.landing(source text) RETURNS text
+LANGUAGE sql AS $$ SELECT current_setting('data_directory') || '/kafka_lake/' || source $$;
+
+-- kl_test.server_log(): the cluster's log so far
+CREATE FUNCTION kl_test.server_log() RETURNS text
+LANGUAGE sql AS $$ SELECT pg_read_file((SELECT value FROM kl_test.env WHERE name = 'server_log')) $$;
