@@ -175,7 +175,13 @@ kl_remove_at_commit_callback(XactEvent event, void *arg)
 	if (event == XACT_EVENT_COMMIT)
 	{
 		foreach(cell, kl_trees_to_remove)
-			rmtree((const char *) lfirst(cell), true);
+		{
+			const char *path = lfirst(cell);
+			struct stat st;
+
+			if (stat(path, &st) == 0)
+				rmtree(path, true);
+		}
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
 	{

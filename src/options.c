@@ -331,6 +331,7 @@ kl_validate_property(DefElem *def, Oid catalog)
 				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 				 errmsg("secret property \"%s\" is not allowed on a %s",
 						name, kl_catalog_word(catalog)),
+				 errhidestmt(true),
 				 errdetail("Options of a %s are readable by every role.",
 						   kl_catalog_word(catalog)),
 				 errhint("Put secrets in a user mapping: CREATE USER MAPPING FOR CURRENT_USER SERVER ... OPTIONS (\"%s\" '...').",
@@ -371,7 +372,8 @@ kl_validate_property(DefElem *def, Oid catalog)
 		if (rule != NULL && rule->rule == KL_PROP_SECRET)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-					 errmsg("invalid value for librdkafka property \"%s\"", name)));
+					 errmsg("invalid value for librdkafka property \"%s\"", name),
+					 errhidestmt(true)));
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for librdkafka property \"%s\"", name),

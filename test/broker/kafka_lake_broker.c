@@ -36,44 +36,53 @@
  * point and prints the bootstrap string, so scripts need no polling.
  *
  * recreate and replace.  The mock has no DeleteTopics support, so "the
- * topics were deleted and recreated" is simulated by destroying the whole
- * cluster and creating a new one in-process, then creating the same topics
- * (same partition counts, learnt from a Metadata request so that
- * auto-created topics are kept too).  Committed offsets, data, injected
- * errors, RTTs and down brokers are all gone.  Two properties of a real
- * topic recreate do not come for free and are enforced here:
+ * topics were deleted and recreated" is simulated by replacing the whole
+ * cluster in-process with a new one holding the same topics (same partition
+ * counts, learnt from a Metadata request so that auto-created topics come
+ * back too).  Data, committed offsets, injected errors, RTTs and down
+ * brokers are all gone.  Two properties of a real topic recreate do not
+ * come for free and are enforced here:
  *
  *	- Same address.  The mock binds its listeners to 127.0.0.1 port 0, so a
- *	  new cluster normally gets new ports.  This program defines bind() and
- *	  accept() itself; librdkafka's calls resolve to them (the executable's
- *	  symbols come first in the dynamic symbol lookup).  While a cluster is
- *	  being created, bind() of a loopback socket to port 0 is redirected to
- *	  the port the same broker had before (or to --port), falling back to a
- *	  fresh port only if that one is taken; everything else passes through
- *	  unchanged.
+ *	  new cluster normally gets new ports.  This program defines bind(),
+ *	  accept() and pipe() itself; librdkafka's calls resolve to them (the
+ *	  executable's symbols come first in the dynamic symbol lookup).  While a
+ *	  cluster is being created, bind() of a loopback socket to port 0 is
+ *	  redirected to the port the same broker had before (or to --port),
+ *	  retried while the old listener is closing, and left to the kernel only
+ *	  if the port stays taken.  Everything else passes through unchanged.
  *
  *	- Same cluster id.  librdkafka 2.0.2 names a mock cluster
- *	  "mockCluster%lx" from its allocation address ((intptr_t)mcluster >> 2).
- *	  Destroying a cluster and creating the next one from the same rd_kafka_t
- *	  in the same thread usually gets the same block back, hence the same id,
- *	  but malloc promises nothing.  The id is the first member of the
- *	  (opaque) cluster struct, a char[32]; at startup the program checks that
- *	  the bytes there are exactly the id a client sees, and only then does
- *	  recreate write the previous id back into a new cluster whose id
- *	  differs.  "replace" does the opposite: it keeps the freed block busy
- *	  while the new cluster is allocated, and if the id still matches any id
- *	  this server has used it writes a fresh one.
+ *	  "mockCluster%lx" after its allocation address ((intptr_t)mcluster >> 2),
+ *	  so a new cluster may or may not get the old id, as malloc pleases.  The
+ *	  id is the first member of the (opaque) cluster struct, a char[32].  At
+ *	  startup the program checks that the bytes there are exactly the id a
+ *	  client sees; only then does recreate write the old id into the new
+ *	  cluster when it differs, and replace write a fresh id when the new one
+ *	  was used before.  Without that check passing, the command reports an
+ *	  error rather than a wrong id.
  *
- *	  A gate closes both windows in which a client could see a half-built
+ *	  A gate closes the window in which a client could see a half-built
  *	  cluster: while a cluster is being (re)built, accept() on a broker
- *	  socket accepts and immediately closes the connection, so a client
- *	  whose address did not change simply retries and meets the new cluster
- *	  only with its final id and all its topics.
+ *	  socket accepts and at once closes the connection, so a client whose
+ *	  address did not change just retries and meets the new cluster only
+ *	  with its final id and all its topics.
  *
- * The mock keeps only about 5 MiB or 100,000 message sets per partition and
- * drops older ones, so large fills spread data over many partitions.  When a
- * client touches an unknown topic the mock auto-creates it with 4
- * partitions; create topics up front (--topic, "create") to avoid that.
+ *	  The old cluster is destroyed by a background thread: its listeners
+ *	  close within milliseconds, but librdkafka's teardown then often waits
+ *	  a further second for an internal thread, which nobody needs to wait for.
+ *
+ * Prompt mock calls.  librdkafka 2.0.2's mock thread sometimes sleeps a
+ * full second before serving a control call (a lost wake-up, described at
+ * "Wake-up pokes" below), so every command would take 0 to 1 s.  A helper
+ * thread pokes the mock's wake-up pipe while a call is in progress.
+ *
+ * The mock keeps only about 5 MiB (and at most 100,000 message sets) per
+ * partition and silently drops the oldest data beyond that, so "fill"
+ * compresses with lz4 by default and large fills spread over partitions.
+ * When a client names an unknown topic, the mock auto-creates it with 4
+ * partitions; it implements Metadata only up to v2, so a client cannot ask
+ * it not to.  Create topics up front (--topic, "create").
  *
  * IDENTIFICATION
  *	  test/broker/kafka_lake_broker.c
@@ -103,7 +112,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -244,7 +252,7 @@ usage(FILE *out)
 			"  %s fill --bootstrap HOST:PORT --topic T --count N [--partitions P]\n"
 			"        [--date YYYY-MM-DD] [--start K] [--machines M] [--bad-every B]\n"
 			"        [--timestamp event|now] [--compression CODEC] [-X PROP=VALUE]...\n"
-			"        [--verbose]\n"
+			"        [--timeout SECONDS] [--verbose]\n"
 			"\n"
 			"serve options:\n"
 			"  --dir DIR            state directory: bootstrap, pid, control.sock\n"
@@ -254,6 +262,19 @@ usage(FILE *out)
 			"  --detach             run in the background; print the bootstrap string\n"
 			"                       once ready; logs go to DIR/broker.log\n"
 			"  --verbose            show progress and librdkafka logs on stderr\n"
+			"\n"
+			"fill options:\n"
+			"  --count N            records to produce, event numbers K..K+N-1\n"
+			"  --start K            first event number (default 1)\n"
+			"  --partitions P       round-robin over partitions 0..P-1 (default: all)\n"
+			"  --date YYYY-MM-DD    business date (default 2026-06-29)\n"
+			"  --machines M         machine-001..machine-M (default 10)\n"
+			"  --bad-every B        every event number divisible by B is invalid JSON\n"
+			"  --timestamp event    record timestamp = event_time (default), or: now\n"
+			"  --compression CODEC  none, gzip, snappy, lz4 (default), zstd\n"
+			"  -X PROP=VALUE        any librdkafka producer property\n"
+			"  The topic must exist.  Same arguments, same records (keys, values,\n"
+			"  timestamps, partitions).\n"
 			"\n"
 			"Control commands (ctl), one reply each, \"ok [data]\" or \"error MESSAGE\":\n"
 			"  ping | bootstrap | clusterid | help\n"
@@ -462,9 +483,9 @@ probe_client_new(const char *bootstraps, char *errbuf, size_t errsize)
 /* ----------------------------------------------------------------
  *		Socket interposition: pinned ports and the accept gate
  *
- * These two definitions replace libc's bind() and accept() for the whole
- * process, librdkafka's mock included.  Outside a cluster (re)build they
- * pass straight through to the kernel.
+ * The definitions of bind(), accept() and pipe() below replace libc's for
+ * the whole process, librdkafka's mock included.  Outside a cluster
+ * (re)build they pass straight through to the kernel.
  * ----------------------------------------------------------------
  */
 
@@ -525,9 +546,10 @@ gate_set(bool closed)
  * port 0 gets the next pinned port, if any
  *
  * librdkafka's mock binds each broker listener to 127.0.0.1:0.  If the
- * pinned port cannot be had (EADDRINUSE), fall back to the kernel's choice
- * rather than failing: a failed bind inside rd_kafka_mock_cluster_new()
- * aborts the process in librdkafka 2.0.2.
+ * pinned port cannot be had (EADDRINUSE, still after the retry time), fall
+ * back to the kernel's choice rather than failing: a failed bind inside
+ * rd_kafka_mock_cluster_new() aborts the process in librdkafka 2.0.2
+ * (measured: an assertion in its error path).
  */
 int
 bind(int fd, const struct sockaddr *addr, socklen_t len)
@@ -537,13 +559,17 @@ bind(int fd, const struct sockaddr *addr, socklen_t len)
 	{
 		struct sockaddr_in sin;
 		int			port = 0;
+		int			retry_ms = 0;
 
 		memcpy(&sin, addr, sizeof(sin));
 		if (sin.sin_port == 0 && sin.sin_addr.s_addr == htonl(INADDR_LOOPBACK))
 		{
 			pthread_mutex_lock(&pin_mutex);
 			if (pin_next < pin_count)
+			{
 				port = pin_ports[pin_next++];
+				retry_ms = pin_retry_ms;
+			}
 			pthread_mutex_unlock(&pin_mutex);
 		}
 		if (port > 0)
@@ -555,7 +581,7 @@ bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 				if (syscall(SYS_bind, fd, (const struct sockaddr *) &sin, sizeof(sin)) == 0)
 					return 0;
-				if (errno != EADDRINUSE || waited >= pin_retry_ms)
+				if (errno != EADDRINUSE || waited >= retry_ms)
 					break;
 				nanosleep(&ts, NULL);
 			}
@@ -600,11 +626,12 @@ accept(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
 /*
  * Wake-up pokes.  Every mock API call but the error stacks is an "op" that
  * the mock thread serves after a byte on its wake-up pipe interrupts its
- * poll().  In librdkafka 2.0.2 that byte is sometimes swallowed: the mock
- * thread serves op A, the caller enqueues op B and writes B's byte, then
- * the mock thread drains the pipe for A's wake-up, B's byte included, and
- * sleeps up to its 1 s poll timeout with B waiting.  Measured here: single
- * commands taking 1 s and recreates of 20 topics taking 7 s.  So pipe()
+ * poll().  With librdkafka 2.0.2 single commands sometimes took exactly
+ * 1 s (the mock thread's poll timeout) and recreates of 20 topics up to
+ * 7 s.  The likely cause is a lost wake-up: the mock thread serves op A,
+ * the caller enqueues op B and writes B's byte, then the mock thread drains
+ * the pipe for A's wake-up, B's byte included, and sleeps with B waiting.
+ * Whatever the cause, extra wake-ups cure it.  So pipe()
  * calls made by the main thread inside rd_kafka_mock_cluster_new() are
  * captured (a dup() of the write end, so the descriptor stays ours even
  * after librdkafka closes its copy), and while a mock call is in progress
@@ -2382,7 +2409,7 @@ fill_main(int argc, char **argv)
 	const char *bootstrap = NULL;
 	const char *topic = NULL;
 	const char *date = "2026-06-29";
-	const char *compression = "none";
+	const char *compression = "lz4";
 	const char *timestamps = "event";
 	long		count = -1;
 	long		partitions = 0;

@@ -16,7 +16,9 @@ LANGUAGE plpgsql AS $$
 DECLARE
   result text;
 BEGIN
-  CREATE TEMP TABLE IF NOT EXISTS kl_sh_out (line text);
+  IF to_regclass('pg_temp.kl_sh_out') IS NULL THEN
+    CREATE TEMP TABLE kl_sh_out (line text);
+  END IF;
   TRUNCATE kl_sh_out;
   EXECUTE format('COPY kl_sh_out FROM PROGRAM %L WITH (FORMAT text, DELIMITER E''\x01'')', cmd);
   SELECT string_agg(line, E'\n') INTO result FROM kl_sh_out;
