@@ -116,6 +116,21 @@ CREATE TABLE kafka_lake.coordinates (
 COMMENT ON TABLE kafka_lake.coordinates IS
   'The coordinates (topic, partition, offset) of each batch with their fingerprints; no offset lives in two batches.';
 
+-- One row per landed coordinate: the expanded form of coordinates.
+CREATE VIEW kafka_lake.coordinate_list AS
+SELECT s.source, c.topic, c.partition,
+       coalesce(c.offset_list[i], lower(c.offsets) + i - 1) AS "offset",
+       CASE substr(c.statuses, i, 1)
+            WHEN 'a' THEN 'accepted' WHEN 'q' THEN 'quarantined'
+            ELSE 'duplicate_event_id' END AS status,
+       encode(substring(c.fingerprints FROM (i - 1) * 32 + 1 FOR 32), 'hex') AS fingerprint,
+       c.batch_id
+FROM kafka_lake.coordinates c
+JOIN kafka_lake.sources s USING (source_id)
+CROSS JOIN LATERAL generate_series(1, length(c.statuses)) AS i;
+COMMENT ON VIEW kafka_lake.coordinate_list IS
+  'Every landed coordinate of every source, with its status, fingerprint and batch.';
+
 -- The accepted event_id of a source, once (I3).  event_key is the first 16
 -- bytes of SHA-256(source_id as 4 big-endian bytes || event_id): a fixed-width
 -- key that any event_id fits, one index column to compare.  Find a row with

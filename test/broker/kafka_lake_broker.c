@@ -27,7 +27,7 @@
  * replaced.  The protocol is one command per line, one reply line per
  * command ("ok [data]" or "error <message>"), so `echo ... | nc -U` works
  * too.  Commands are served one connection at a time by the main thread,
- * which is the only thread that touches the cluster handle.
+ * the only thread that touches the current cluster.
  *
  * Readiness.  DIR/bootstrap is written (write .tmp, rename) only once the
  * brokers listen, every topic exists and the control socket accepts, so a
