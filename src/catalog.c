@@ -302,8 +302,16 @@ kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id)
 	Oid			types[2] = {INT4OID, TEXTOID};
 	Datum		values[2] = {Int32GetDatum(src->source_id), CStringGetTextDatum(cluster_id)};
 
+	/*
+	 * Concurrent first landings of a source would queue on this row until
+	 * the first one's transaction ends; the one that gets the row sets it,
+	 * the others go on without waiting (they read the same cluster).
+	 */
 	cs = kl_catalog_begin();
-	kl_spi_exec("UPDATE kafka_lake.sources SET cluster_id = $2 WHERE source_id = $1",
+	kl_spi_exec("UPDATE kafka_lake.sources SET cluster_id = $2"
+				" WHERE source_id = (SELECT source_id FROM kafka_lake.sources"
+				"                    WHERE source_id = $1 AND cluster_id IS NULL"
+				"                    FOR UPDATE SKIP LOCKED)",
 				2, types, values, NULL, SPI_OK_UPDATE);
 	kl_catalog_end(cs);
 	src->cluster_id = pstrdup(cluster_id);

@@ -156,17 +156,20 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 		KL_SET("auto.offset.reset", "error");
 		KL_SET("enable.partition.eof", "true");
 		/*
-		 * Size the prefetch queue to about one batch: large enough that the
-		 * fetcher never stalls on librdkafka's 1 s resume timer while we
-		 * write files (see NOTES), bounded so memory stays about twice the
-		 * batch.
+		 * The prefetch queue.  librdkafka 2.0.2 stops fetching once the queue
+		 * holds queued.min.messages records or queued.max.messages.kbytes,
+		 * and resumes only on a 1 s timer (see NOTES): a queue the size of a
+		 * batch stalls a second per batch.  So the count limit is set out of
+		 * reach and the byte limit, twice kafka_lake.batch_max_bytes, is what
+		 * bounds memory: about three times batch_max_bytes in all, with the
+		 * batch being built.
 		 */
-		snprintf(buf, sizeof(buf), "%d", Max(kl_batch_max_records, 1000));
-		KL_SET("queued.min.messages", buf);
-		snprintf(buf, sizeof(buf), "%d", Max(Min(kl_batch_max_bytes / 1024, 1048576), 1024));
+		KL_SET("queued.min.messages", "10000000");
+		snprintf(buf, sizeof(buf), "%d",
+				 (int) Max(Min((int64) kl_batch_max_bytes * 2 / 1024, 2097151), 1024));
 		KL_SET("queued.max.messages.kbytes", buf);
 		/* a bounded read knows its target; do not sit in empty fetches */
-		KL_SET("fetch.wait.max.ms", "50");
+		KL_SET("fetch.wait.max.ms", "5");
 	}
 	else
 	{
