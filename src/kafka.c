@@ -348,7 +348,22 @@ kl_kafka_error(KlKafka *kk, const char *what, rd_kafka_resp_err_t err)
 }
 
 /*
- * kl_kafka_wait_ready
+ * kl_attempt_ms
+ *		Timeout of the next attempt of a blocking librdkafka call: 100 ms,
+ *		doubling up to 1 s, so that a slow broker is waited for while
+ *		CHECK_FOR_INTERRUPTS still runs at least every second.
+ */
+static int
+kl_attempt_ms(int *attempt)
+{
+	int			ms = 100 << Min(*attempt, 4);
+
+	(*attempt)++;
+	return Min(ms, 1000);
+}
+
+/*
+ * kl_kafka_partition_count
  *		Wait, interruptibly, for the cluster to answer a metadata request for
  *		the topic, and return the topic's partition count.  Requesting
  *		metadata synchronously first also makes the first fetch start at once.
@@ -361,11 +376,12 @@ kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_ms)
 	rd_kafka_resp_err_t err;
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	int			count = -1;
+	int			attempt = 0;
 
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		err = rd_kafka_metadata(kk->rk, 0, rkt, &md, 100);
+		err = rd_kafka_metadata(kk->rk, 0, rkt, &md, kl_attempt_ms(&attempt));
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 		{
 			if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -407,13 +423,14 @@ char *
 kl_kafka_cluster_id(KlKafka *kk, int timeout_ms)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	int			attempt = 0;
 
 	for (;;)
 	{
 		char	   *id;
 
 		CHECK_FOR_INTERRUPTS();
-		id = rd_kafka_clusterid(kk->rk, 100);
+		id = rd_kafka_clusterid(kk->rk, kl_attempt_ms(&attempt));
 		if (id != NULL)
 		{
 			char	   *result = pstrdup(id);
@@ -435,13 +452,15 @@ kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
 					int64 *low, int64 *high, int timeout_ms)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	int			attempt = 0;
 
 	for (;;)
 	{
 		rd_kafka_resp_err_t err;
 
 		CHECK_FOR_INTERRUPTS();
-		err = rd_kafka_query_watermark_offsets(kk->rk, topic, partition, low, high, 200);
+		err = rd_kafka_query_watermark_offsets(kk->rk, topic, partition, low, high,
+											   kl_attempt_ms(&attempt));
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			return;
 		if (err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
@@ -470,6 +489,7 @@ kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64
 		rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n);
 		TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 		rd_kafka_resp_err_t err;
+		int			attempt = 0;
 
 		for (;;)
 		{
@@ -480,7 +500,7 @@ kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64
 				rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
 					pass == 0 ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
 			CHECK_FOR_INTERRUPTS();
-			err = rd_kafka_offsets_for_times(kk->rk, parts, 200);
+			err = rd_kafka_offsets_for_times(kk->rk, parts, kl_attempt_ms(&attempt));
 			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			{
 				for (int i = 0; i < parts->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
@@ -521,6 +541,7 @@ kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets, int ti
 	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n);
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	rd_kafka_resp_err_t err;
+	int			attempt = 0;
 
 	for (int p = 0; p < n; p++)
 		rd_kafka_topic_partition_list_add(parts, topic, p);
@@ -528,7 +549,7 @@ kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets, int ti
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		err = rd_kafka_committed(kk->rk, parts, 200);
+		err = rd_kafka_committed(kk->rk, parts, kl_attempt_ms(&attempt));
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			break;
 		if (GetCurrentTimestamp() >= deadline)

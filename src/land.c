@@ -604,6 +604,7 @@ kl_land_partition(KlLandCall *call)
 				high;
 	int64		remembered;
 	int64		start;
+	int64		continue_from;
 	int			rows_before;
 
 	kl_recover_partition(src, p, NULL, NULL);
@@ -613,17 +614,22 @@ kl_land_partition(KlLandCall *call)
 	high = call->high[p];
 	kl_check_high_watermark(call, high, remembered);
 
-	if (call->committed >= 0)
-		start = call->committed;
-	else if (remembered > 0)
-		start = remembered;
-	else
-		start = low;
+	/*
+	 * Start where the consumer group says (a group without an offset, e.g.
+	 * after a failed first commit, starts at the low watermark and finds the
+	 * durable records reused).  Landing must continue from the group's
+	 * offset, or from what the catalog remembers when the group forgot:
+	 * anything below the low watermark from there on expired unlanded.
+	 */
+	start = (call->committed >= 0) ? call->committed : low;
+	continue_from = (call->committed >= 0) ? call->committed : Max(remembered, low);
+	if (remembered > 0 && call->committed < 0)
+		continue_from = remembered;
 
-	if (start < low)
+	if (continue_from < low)
 	{
-		KlDurable  *durable = kl_catalog_durable(src, p, start, low - 1);
-		int64		first_lost = start;
+		KlDurable  *durable = kl_catalog_durable(src, p, continue_from, low - 1);
+		int64		first_lost = continue_from;
 
 		/* records landed ahead of the commits (by replay) are not lost */
 		if (durable)
@@ -647,8 +653,8 @@ kl_land_partition(KlLandCall *call)
 					(errmsg("offsets %lld to %lld of partition %d of topic \"%s\" expired before they landed; recorded in kafka_lake.expired_ranges",
 							(long long) first_lost, (long long) (low - 1), p, src->topic)));
 		}
-		start = low;
 	}
+	start = Max(start, low);
 
 	rows_before = tuplestore_tuple_count(call->out);
 	if (start < high)

@@ -66,6 +66,7 @@ kl_free_port() {
 kl_start_cluster() {
 	KL_TMP=$(mktemp -d /tmp/kafka_lake.XXXXXX)
 	chmod 755 "$KL_TMP"
+	chown postgres: "$KL_TMP"
 	mkdir -p "$KL_TMP/pg"
 	chown postgres: "$KL_TMP/pg"
 	PGPORT=$(kl_free_port 55432)
@@ -117,6 +118,10 @@ kl_cleanup() {
 	if [ -n "${KL_TMP:-}" ] && [ -d "$KL_TMP/pg/data" ]; then
 		runuser -u postgres -- "$KL_PG_BIN/pg_ctl" -D "$KL_TMP/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
 	fi
+	# private brokers started by tests (kl_test.private_broker)
+	for d in "${KL_BROKER_DIR:-/nonexistent}".*; do
+		[ -S "$d/control.sock" ] && "$KL_BROKER" ctl --dir "$d" shutdown >/dev/null 2>&1
+	done
 	if [ -n "${KL_BROKER_PID:-}" ]; then
 		"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" shutdown >/dev/null 2>&1 || kill "$KL_BROKER_PID" 2>/dev/null || true
 		wait "$KL_BROKER_PID" 2>/dev/null || true

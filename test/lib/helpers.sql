@@ -82,3 +82,21 @@ LANGUAGE sql AS $$ SELECT current_setting('data_directory') || '/kafka_lake/' ||
 -- kl_test.server_log(): the cluster's log so far
 CREATE FUNCTION kl_test.server_log() RETURNS text
 LANGUAGE sql AS $$ SELECT pg_read_file((SELECT value FROM kl_test.env WHERE name = 'server_log')) $$;
+
+-- kl_test.private_broker(name, topics...): a broker of the test's own (for faults that must not
+-- disturb other tests); returns its bootstrap address.  The harness stops it at the end.
+CREATE FUNCTION kl_test.private_broker(name text, VARIADIC topics text[]) RETURNS text
+LANGUAGE sql AS $$
+  SELECT kl_test.sh(format('mkdir -p %1$s && %2$s serve --dir %1$s --detach %3$s',
+    (SELECT value FROM kl_test.env WHERE name = 'broker_dir') || '.' || name,
+    (SELECT value FROM kl_test.env WHERE name = 'broker'),
+    (SELECT string_agg('--topic ' || t, ' ') FROM unnest(topics) t)))
+$$;
+
+-- kl_test.private_ctl(name, args): a control command for a private broker
+CREATE FUNCTION kl_test.private_ctl(name text, args text) RETURNS text
+LANGUAGE sql AS $$
+  SELECT kl_test.sh(format('%s ctl --dir %s %s',
+    (SELECT value FROM kl_test.env WHERE name = 'broker'),
+    (SELECT value FROM kl_test.env WHERE name = 'broker_dir') || '.' || name, args))
+$$;
