@@ -305,13 +305,15 @@ kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id)
 	/*
 	 * Concurrent first landings of a source would queue on this row until
 	 * the first one's transaction ends; the one that gets the row sets it,
-	 * the others go on without waiting (they read the same cluster).
+	 * the others go on without waiting (they read the same cluster).  The
+	 * lock is FOR NO KEY UPDATE, which the foreign keys' KEY SHARE checks of
+	 * other sessions' batches do not wait for.
 	 */
 	cs = kl_catalog_begin();
 	kl_spi_exec("UPDATE kafka_lake.sources SET cluster_id = $2"
 				" WHERE source_id = (SELECT source_id FROM kafka_lake.sources"
 				"                    WHERE source_id = $1 AND cluster_id IS NULL"
-				"                    FOR UPDATE SKIP LOCKED)",
+				"                    FOR NO KEY UPDATE SKIP LOCKED)",
 				2, types, values, NULL, SPI_OK_UPDATE);
 	kl_catalog_end(cs);
 	src->cluster_id = pstrdup(cluster_id);
