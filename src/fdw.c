@@ -42,7 +42,7 @@
  * text, dates and ISO-8601 timestamps with a zone; other types go through
  * the column type's input function, and an error there names column,
  * batch, file and line (error context) and says what to do (hint).
- * Constant columns (topic, status, batch_id) are built once per file.
+ * Constant columns (topic, status, batch_id) are built once per scan.
  * CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
  * stop a scan promptly.
  *
@@ -207,7 +207,8 @@ typedef struct KlScanState
 	KlAttr	   *attrs;
 	Datum		topic_datum;	/* constant columns, as text */
 	Datum		status_datums[KL_NFILES];
-	Datum		batch_id_datum;
+	Datum	   *batch_id_datums;	/* per batch, built when first needed */
+	int			batch_index;	/* of the current batch */
 	KlAttr	   *current_attr;	/* for the error context */
 	const KlJsonValue *current_value;
 	MemoryContext scan_cxt;		/* lives as long as the scan */
@@ -307,6 +308,30 @@ kl_column_kind(Oid relid, AttrNumber attnum, const char *attname, const char **f
 	if (field_name)
 		*field_name = pstrdup(attname);
 	return KL_COL_FIELD;
+}
+
+/*
+ * kl_table_source
+ *		The source a foreign table reads (its options "source" and "status"),
+ *		which must land from the table's own server: USAGE on a server is
+ *		what lets a role declare foreign tables over it, so a table on one
+ *		server never reads the landing of another server's sources.
+ */
+static KlSource *
+kl_table_source(Oid relid, char **source, char **status)
+{
+	ForeignServer *server = GetForeignServer(GetForeignTable(relid)->serverid);
+	KlSource   *src;
+
+	kl_foreign_table_options(relid, source, status);
+	src = kl_source_lookup(*source);
+	if (strcmp(src->server, server->servername) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("foreign table \"%s\" is on server \"%s\", but source \"%s\" lands from server \"%s\"",
+						get_rel_name(relid), server->servername, src->source, src->server),
+				 errhint("Declare the foreign table on server \"%s\".", src->server)));
+	return src;
 }
 
 /*
@@ -1114,12 +1139,11 @@ kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
 	double		kept = 0;
 	int64		total;
 
-	kl_foreign_table_options(foreigntableid, &source, &status);
+	src = kl_table_source(foreigntableid, &source, &status);
 	ps->source = source;
 	ps->status_file = kl_table_status_file(status);
 	ps->prune_quals = kl_extract_prune_quals(baserel, foreigntableid);
 	ps->attrs = kl_needed_attrs(baserel, foreigntableid, &ps->all_attrs, &ps->nfields);
-	src = kl_source_lookup(source);
 
 	/* prune by the clauses known now; the others count by selectivity */
 	kl_prune_init(&prune, ps->status_file);
@@ -1388,6 +1412,7 @@ kl_scan_read_batches(KlScanState *st)
 		want_fp |= (st->attrs[i].kind == KL_COL_FINGERPRINT);
 	st->batches = kl_prune_batches(st->src, &st->prune, want_fp, &st->total_batches);
 	st->next_batch = list_head(st->batches);
+	st->batch_id_datums = palloc0(sizeof(Datum) * Max(list_length(st->batches), 1));
 	foreach(cell, st->batches)
 	{
 		KlBatchRef *b = lfirst(cell);
@@ -1481,9 +1506,9 @@ kl_next_file(KlScanState *st)
 				return false;
 			}
 			st->batch = lfirst(st->next_batch);
+			st->batch_index = list_cell_number(st->batches, st->next_batch);
 			st->next_batch = lnext(st->batches, st->next_batch);
 			st->file = -1;
-			st->batch_id_datum = (Datum) 0;
 		}
 		st->file++;
 		if (!st->prune.bounds.files[st->file] || st->batch->files[st->file].lines == 0)
@@ -1493,8 +1518,8 @@ kl_next_file(KlScanState *st)
 
 			kl_reader_open_buffer(&st->reader, st->src, st->batch, st->file,
 								  &st->buffer, &st->buffer_size);
-			if (st->batch_id_datum == (Datum) 0)
-				st->batch_id_datum = CStringGetTextDatum(st->batch->batch_id);
+			if (st->batch_id_datums[st->batch_index] == (Datum) 0)
+				st->batch_id_datums[st->batch_index] = CStringGetTextDatum(st->batch->batch_id);
 			MemoryContextSwitchTo(old);
 		}
 		st->check_demoted = (st->batch->demoted_statuses != NULL &&
@@ -1845,7 +1870,7 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 				d = kl_field_datum(st, a, &line->validation_error, &isnull);
 				break;
 			case KL_COL_BATCH_ID:
-				d = kl_text_column(st, a, st->batch_id_datum, st->batch->batch_id);
+				d = kl_text_column(st, a, st->batch_id_datums[st->batch_index], st->batch->batch_id);
 				break;
 		}
 		values[col] = d;
@@ -2137,8 +2162,7 @@ kafkaLakeAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 	ListCell   *cell;
 	List	   *batches;
 
-	kl_foreign_table_options(RelationGetRelid(relation), &source, &status);
-	src = kl_source_lookup(source);
+	src = kl_table_source(RelationGetRelid(relation), &source, &status);
 	kl_prune_init(&prune, kl_table_status_file(status));
 	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)

@@ -323,8 +323,8 @@ void
 kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file,
 					  char **buffer, size_t *buffer_size)
 {
-	char	   *path = psprintf("%s/batch=%s/%s", kl_partition_dir(src, b->partition),
-								b->batch_id, kl_file_names[file]);
+	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *path = psprintf("%s/batch=%s/%s", dir, b->batch_id, kl_file_names[file]);
 	const KlFileInfo *expect = &b->files[file];
 	int			fd;
 	struct stat st;
@@ -332,6 +332,7 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int f
 	int64		lines = 0;
 	uint32		crc;
 
+	pfree(dir);
 	memset(r, 0, sizeof(*r));
 	r->source = src->source;
 	r->batch = b;
@@ -461,6 +462,9 @@ kl_reader_close(KlFileReader *r)
 	if (r->data && r->own_data)
 		pfree(r->data);
 	r->data = NULL;
+	if (r->path)
+		pfree(r->path);
+	r->path = NULL;
 }
 
 /*

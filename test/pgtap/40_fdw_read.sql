@@ -4,7 +4,8 @@
 -- a value of the wrong type is an error naming column, file and line;
 -- whole-row references, joins, LIMIT and rescans work; EXPLAIN VERBOSE and
 -- FORMAT JSON are sane.  Needs the broker.
-SELECT plan(34);
+SET client_min_messages = warning;
+SELECT plan(35);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text; hint text; ctx text;
@@ -47,9 +48,13 @@ SELECT kafka_lake.produce('fdw40_kafka', 'fdw40.events',
                     '2026-06-29T08:00:00+0930', '2026-06-29T08:00:00+09',
                     '2026-06-29T00:00:00-12:00', '2026-06-29T08:00:00.000001+01:00'])
        WITH ORDINALITY AS u(t, i);
+-- strings that land escaped (quotes, non-ASCII)
+SELECT kafka_lake.produce('fdw40_kafka', 'fdw40.events',
+                          kl_test.event('fdw40-u1', line => 'Línea "Ü" 1', machine => 'mäquina-ß'),
+                          partition => 1);
 SET kafka_lake.batch_max_records = 7;
-SELECT is((SELECT sum(records)::int FROM kafka_lake.land('fdw40') WHERE status = 'landed'), 36,
-          'land() lands all 36 records');
+SELECT is((SELECT sum(records)::int FROM kafka_lake.land('fdw40') WHERE status = 'landed'), 37,
+          'land() lands all 37 records');
 
 -- counts per status: the foreign table equals the catalog (batches and coordinates)
 SELECT bag_eq(
@@ -72,7 +77,7 @@ SELECT is((SELECT count(*)::int FROM kafka_lake.fdw40_records WHERE status = 'qu
           'three quarantined records');
 SELECT is((SELECT count(*)::int FROM kafka_lake.fdw40_records WHERE status = 'duplicate_event_id'), 2,
           'two duplicates');
-SELECT is((SELECT count(DISTINCT ("partition", "offset"))::int FROM kafka_lake.fdw40_records), 36,
+SELECT is((SELECT count(DISTINCT ("partition", "offset"))::int FROM kafka_lake.fdw40_records), 37,
           'every coordinate once');
 
 -- the envelope columns
@@ -116,7 +121,7 @@ SELECT is((SELECT row(units_produced, line_id, event_time, business_date, operat
           row(29, 'line-02', '2026-06-28 23:00:01+00'::timestamptz, '2026-06-29'::date,
               'welding', 'prd-a')::text,
           'typed columns read units_produced int, line_id text, event_time timestamptz, ...');
-SELECT is((SELECT count(*)::int FROM fdw40_typed), 31, 'status option: accepted records only');
+SELECT is((SELECT count(*)::int FROM fdw40_typed), 32, 'status option: accepted records only');
 SELECT is((SELECT count(*)::int FROM fdw40_typed t JOIN kafka_lake.fdw40_records r USING ("partition", "offset")
             WHERE r.status = 'accepted'
               AND t.units_produced = (r.event->>'units_produced')::int
@@ -129,7 +134,14 @@ SELECT is((SELECT count(*)::int FROM fdw40_typed t JOIN kafka_lake.fdw40_records
               AND t.operation = r.event->>'operation'
               AND t.product = r.event->>'product_code'
               AND t.status = 'accepted' AND t.not_a_field IS NULL),
-          31, 'every typed value equals the event''s value read through jsonb (a join)');
+          32, 'every typed value equals the event''s value read through jsonb (a join)');
+CREATE FOREIGN TABLE fdw40_str (event_id text, line_id text, machine_id varchar(40), "partition" int, "offset" bigint)
+  SERVER fdw40_kafka OPTIONS (source 'fdw40', status 'accepted');
+SELECT ok((SELECT t.line_id = r.event->>'line_id' AND t.line_id LIKE '%"Ü" 1'
+                  AND t.machine_id = r.event->>'machine_id' AND t.machine_id LIKE '%äquina-ß'
+             FROM fdw40_str t JOIN kafka_lake.fdw40_records r USING ("partition", "offset")
+            WHERE t.event_id = 'fdw40-u1'),
+          'strings that landed escaped read back decoded, as text and as varchar');
 SET TimeZone = 'America/New_York';
 SELECT is((SELECT count(*)::int FROM fdw40_typed t JOIN kafka_lake.fdw40_records r USING ("partition", "offset")
             WHERE r.event_id LIKE 'fdw40-t%'
@@ -168,7 +180,7 @@ SELECT is((SELECT count(*)::int FROM kafka_lake.fdw40_records r
             WHERE row_to_json(r)->>'status' = r.status
               AND (row_to_json(r)->>'offset')::bigint = r."offset"
               AND row_to_json(r)->>'topic' = 'fdw40.events'),
-          36, 'a whole-row reference carries every column');
+          37, 'a whole-row reference carries every column');
 SELECT is((SELECT r::text FROM fdw40_typed r WHERE event_id = 'evt-20260629-000003'),
           (SELECT row(event_id, units_produced, line_id, event_time, business_date, cycle_time_ms,
                       defect_count, schema_version, operation, product, "partition", "offset",
@@ -185,7 +197,7 @@ SET enable_material = off;
 SELECT matches(pg_temp.explain('SELECT count(*) FROM generate_series(0, 1) p JOIN fdw40_typed t ON t."partition" = p'),
                'Nested Loop.*Foreign Scan on fdw40_typed', 'the join rescans the foreign table');
 SELECT is((SELECT count(*)::int FROM generate_series(0, 1) p JOIN fdw40_typed t ON t."partition" = p),
-          31, 'a nested loop with the foreign table inside returns every row once');
+          32, 'a nested loop with the foreign table inside returns every row once');
 SELECT is((SELECT array_agg(n ORDER BY p)::text FROM generate_series(0, 1) p,
              LATERAL (SELECT count(*) AS n FROM (SELECT 1 FROM fdw40_typed t
                                                  WHERE t."partition" = p LIMIT 2) x) l),
@@ -206,7 +218,7 @@ SELECT ok((SELECT j->0->'Plan'->>'Node Type' = 'Foreign Scan'
                   AND j->0->'Plan'->'Event Fields' = '["event_id", "line_id"]'
              FROM (SELECT pg_temp.explain('(FORMAT JSON, VERBOSE) SELECT event_id FROM fdw40_typed WHERE line_id = ''x''')::jsonb AS j) e),
           'EXPLAIN (FORMAT JSON) has numeric batch and file properties');
-SELECT ok((SELECT (j->0->'Plan'->>'Lines Read')::int = 31 AND (j->0->'Plan'->>'Actual Rows')::int = 31
+SELECT ok((SELECT (j->0->'Plan'->>'Lines Read')::int = 32 AND (j->0->'Plan'->>'Actual Rows')::int = 32
                   AND (j->0->'Plan'->>'Files Checked')::int > 0
              FROM (SELECT pg_temp.explain('(ANALYZE, FORMAT JSON) SELECT * FROM fdw40_typed')::jsonb AS j) e),
           'EXPLAIN ANALYZE reports lines read and rows');

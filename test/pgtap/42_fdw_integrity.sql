@@ -5,6 +5,7 @@
 -- reports each; intact batches still read.  A line that is not what land()
 -- writes (its CRC made to match, so only the parser can see it) is refused
 -- naming file and line.  Needs the broker.
+SET client_min_messages = warning;
 SELECT plan(21);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$

@@ -5,6 +5,7 @@
 -- another session lands returns the set of its start, and a land that has
 -- not committed is invisible although its batch directories are on disk.
 -- Uses dblink for the second session.  Needs the broker.
+SET client_min_messages = warning;
 SELECT plan(15);
 
 \o /dev/null

@@ -2,8 +2,10 @@
 -- the foreign table (issue 4).  A role without it gets 42501; with it, the
 -- role reads rows although it has no privilege on the kafka_lake catalog
 -- (the scan reads the catalog as the extension's owner).  Column privileges
--- and user-declared tables work the same way.  Needs the broker.
-SELECT plan(13);
+-- and user-declared tables work the same way; a table reads only sources
+-- of its own server.  Needs the broker.
+SET client_min_messages = warning;
+SELECT plan(15);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -80,6 +82,20 @@ SET ROLE fdw44_reader;
 SELECT pg_temp.error_of('SELECT count(*) FROM kafka_lake.fdw44_records') AS e9 \gset
 RESET ROLE;
 SELECT is(:'e9'::text, '42501: permission denied for foreign table fdw44_records', 'after REVOKE: 42501');
+
+-- a table on another server cannot read this source: USAGE on a server
+-- gates which landings its foreign tables read
+SELECT kl_test.server('fdw44_other');
+CREATE FOREIGN TABLE public.fdw44_elsewhere (event_id text)
+  SERVER fdw44_other OPTIONS (source 'fdw44');
+SELECT is(pg_temp.error_of('SELECT count(*) FROM public.fdw44_elsewhere'),
+          'HV024: foreign table "fdw44_elsewhere" is on server "fdw44_other", but source "fdw44" lands from server "fdw44_kafka"',
+          'a foreign table reads only sources of its own server');
+SELECT is(pg_temp.error_of('ANALYZE public.fdw44_elsewhere'),
+          'HV024: foreign table "fdw44_elsewhere" is on server "fdw44_other", but source "fdw44" lands from server "fdw44_kafka"',
+          'ANALYZE too');
+DROP FOREIGN TABLE public.fdw44_elsewhere;
+DROP SERVER fdw44_other;
 
 REVOKE ALL ON public.fdw44_units FROM fdw44_reader;
 DROP FOREIGN TABLE public.fdw44_units;

@@ -3,6 +3,7 @@
 -- is the foreign table rescanned many times over (each rescan reads and
 -- checks every file again): seconds of work, stopped within a fraction of a
 -- second.  Uses dblink for the cancel.  Needs the broker.
+SET client_min_messages = warning;
 SELECT plan(7);
 
 -- run q; its SQLSTATE ('' when none) and how long it ran
