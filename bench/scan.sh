@@ -43,6 +43,7 @@ SOURCE=bench_scan
 TOPIC=bench.scan.$(date +%s)
 
 psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 log() { printf '== %s\n' "$*" >&2; }
 
 exists=$(psql_q -Atc "SELECT count(*) FROM pg_extension e, kafka_lake.sources s
@@ -68,7 +69,7 @@ if [ -z "${KL_BENCH_REUSE:-}" ] || [ "$exists" != 1 ]; then
 	log "landing"
 	start=$(date +%s.%N)
 	psql_q <<-SQL
-		SELECT FROM kafka_lake.create_source('$SOURCE', 'bench_kafka', '$TOPIC');
+		SELECT FROM kafka_lake.create_source('$SOURCE', 'bench_kafka', '$TOPIC') \\g /dev/null
 		SET kafka_lake.batch_max_records = 1000000;
 		SET kafka_lake.batch_max_bytes = '256MB';
 		CREATE TEMP TABLE landed AS

@@ -9,7 +9,11 @@
  * partition, "offset", key, timestamp_ms, fingerprint, status, event_id,
  * business_date, event, raw_value, validation_error, batch_id) or, under
  * any other name, a field of the event, read with the column's type.  The
- * column option "field" makes any column an event field of that name.
+ * column option "field" makes any column an event field of that name.  A
+ * table reads only a source of its own server: USAGE on a server is what
+ * lets a role declare foreign tables there, so it must not open another
+ * server's landing.  Reading is then governed by GRANT SELECT on the table
+ * alone: the catalog is read as the extension's owner (catalog.c).
  *
  * Planning.  Restriction clauses of the form <column> <op> <value> and
  * <column> = ANY (<array>) (hence IN lists) on partition, "offset",
@@ -42,8 +46,9 @@
  * text, dates and ISO-8601 timestamps with a zone; other types go through
  * the column type's input function, and an error there names column,
  * batch, file and line (error context) and says what to do (hint).
- * Constant columns (topic, status, batch_id) are built once per scan.
- * CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
+ * Constant columns (topic, status, batch_id) are built once per scan.  A
+ * coordinate that recover() demoted (an accepted line whose event_id was
+ * accepted first elsewhere) is skipped.  CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
  * stop a scan promptly.
  *
  * IDENTIFICATION

@@ -505,6 +505,31 @@ kl_line_reset(KlLine *line)
 }
 
 /*
+ * kl_escaped_key_is
+ *		Does a key written with escapes (the span of its string, quotes
+ *		included) decode to name?  1 yes, 0 no, -1 when its escapes are not
+ *		valid JSON.  Land() never escapes a field name, but a JSON writer
+ *		may.
+ */
+static int
+kl_escaped_key_is(const char *start, size_t len, const char *name, int namelen)
+{
+	KlJsonReader r;
+	KlJsonValue key;
+	StringInfoData buf;
+	int			result;
+
+	kl_json_init(&r, start, len, 1);
+	if (!kl_json_parse_document(&r, &key) || key.type != KL_JSON_STRING)
+		return -1;
+	initStringInfo(&buf);
+	kl_json_decode_string(&key, &buf);
+	result = (buf.len == namelen && memcmp(buf.data, name, namelen) == 0) ? 1 : 0;
+	pfree(buf.data);
+	return result;
+}
+
+/*
  * kl_line_parse_strict
  *		kl_line_parse with the strict reader from the first byte: every
  *		member read on the way is validated.  The fallback of the fast scan,
@@ -542,7 +567,10 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 					for (int i = 0; i < line->nfields; i++)
 					{
 						if (line->fields[i].type == KL_JSON_NULL &&
-							kl_json_key_is(&ek, line->field_names[i], line->field_name_lens[i]))
+							(ek.has_escapes ?
+							 kl_escaped_key_is(ek.start, ek.len, line->field_names[i],
+											   line->field_name_lens[i]) == 1 :
+							 kl_json_key_is(&ek, line->field_names[i], line->field_name_lens[i])))
 						{
 							line->fields[i] = evv;
 							if (evv.type != KL_JSON_NULL)
@@ -676,7 +704,7 @@ kl_scan_string(const char *p, const char *end, bool *escapes)
  *		Skip any value.  Containers are skipped by counting brackets outside
  *		strings, without checking what lies between them.
  */
-static const char *
+static pg_attribute_always_inline const char *
 kl_scan_value(const char *p, const char *end)
 {
 	bool		escapes = false;
@@ -745,14 +773,15 @@ kl_scan_object_open(KlScanObject *o, const char *p, const char *end)
 }
 
 /*
- * kl_scan_object_next
- *		The next member: 1 with the key (without quotes; *key_escapes when
- *		it has a backslash) and the value's span, 0 at the closing brace, -1
- *		on bytes that are not JSON.
+ * kl_scan_object_key
+ *		The next member's key (without quotes; *key_escapes when it has a
+ *		backslash), leaving o->p at the member's value, which the caller
+ *		then skips (kl_scan_object_skip) or reads, setting o->p past it.
+ *		1 for a member, 0 at the closing brace (o->p past it), -1 on bytes
+ *		that are not JSON.
  */
-static inline int
-kl_scan_object_next(KlScanObject *o, const char **key, int *keylen, bool *key_escapes,
-					const char **value, const char **value_end)
+static pg_attribute_always_inline int
+kl_scan_object_key(KlScanObject *o, const char **key, int *keylen, bool *key_escapes)
 {
 	const char *p = kl_scan_ws(o->p, o->end);
 	const char *end = o->end;
@@ -786,31 +815,167 @@ kl_scan_object_next(KlScanObject *o, const char **key, int *keylen, bool *key_es
 	if (p >= end || *p != ':')
 		return -1;
 	p = kl_scan_ws(p + 1, end);
-	*value = p;
-	p = kl_scan_value(p, end);
-	if (p == NULL)
+	if (p >= end)
 		return -1;
-	*value_end = p;
 	o->p = p;
 	o->first = false;
 	return 1;
 }
 
 /*
- * kl_scan_take
- *		Hand out a member's value: parse and validate its span strictly.
+ * kl_scan_object_skip
+ *		Skip the value at o->p; false on bytes that are not JSON.
  */
-static inline bool
-kl_scan_take(const char *start, const char *end, KlJsonValue *out)
+static pg_attribute_always_inline bool
+kl_scan_object_skip(KlScanObject *o)
 {
+	o->p = kl_scan_value(o->p, o->end);
+	return o->p != NULL;
+}
+
+/*
+ * kl_scan_object_take
+ *		Read the value at o->p strictly into *out.
+ */
+static pg_attribute_always_inline bool
+kl_scan_object_take(KlScanObject *o, KlJsonValue *out)
+{
+	const char *start = o->p;
 	KlJsonReader r;
 
-	kl_json_init(&r, start, end - start, KL_JSON_MAX_DEPTH);
+	o->p = kl_scan_value(start, o->end);
+	if (o->p == NULL)
+		return false;
+	kl_json_init(&r, start, o->p - start, KL_JSON_MAX_DEPTH);
 	return kl_json_parse_document(&r, out);
 }
 
 #define SCAN_KEY_IS(k, len, esc, name) \
 	(!(esc) && (len) == sizeof(name) - 1 && memcmp((k), (name), sizeof(name) - 1) == 0)
+
+/*
+ * kl_scan_event
+ *		Find the event fields asked for in the event object at o->p.  When
+ *		more of the line is needed (more), read on to the object's end and
+ *		leave o->p past it; otherwise stop at the last field found.
+ */
+static pg_attribute_always_inline bool
+kl_scan_event(KlLine *line, KlScanObject *o, bool more)
+{
+	KlScanObject ev;
+	const char *k;
+	int			klen;
+	bool		kesc;
+	int			rc;
+	int			found = 0;
+
+	if (!kl_scan_object_open(&ev, o->p, o->end))
+		return false;
+	while ((rc = kl_scan_object_key(&ev, &k, &klen, &kesc)) > 0)
+	{
+		KlJsonValue value;
+		bool		taken = false;
+
+		if (found < line->nfields)
+		{
+			for (int i = 0; i < line->nfields; i++)
+			{
+				KlJsonValue *f = &line->fields[i];
+				int			match;
+
+				if (f->type != KL_JSON_NULL)
+					continue;
+				if (kesc)
+				{
+					match = kl_escaped_key_is(k - 1, klen + 2, line->field_names[i],
+											  line->field_name_lens[i]);
+					if (match < 0)
+						return false;
+				}
+				else
+					match = (klen == line->field_name_lens[i] &&
+							 memcmp(k, line->field_names[i], klen) == 0);
+				if (match)
+				{
+					if (!taken && !kl_scan_object_take(&ev, &value))
+						return false;
+					taken = true;
+					*f = value;
+					if (f->type != KL_JSON_NULL)
+						found++;
+				}
+			}
+		}
+		if (!taken && !kl_scan_object_skip(&ev))
+			return false;
+		if (found == line->nfields && !more)
+			return true;
+	}
+	if (rc < 0)
+		return false;
+	o->p = ev.p;
+	return true;
+}
+
+/*
+ * kl_scan_kafka
+ *		The members of the kafka envelope at o->p; o->p ends past it.
+ */
+static bool
+kl_scan_kafka(KlLine *line, KlScanObject *o)
+{
+	KlScanObject ko;
+	const char *k;
+	int			klen;
+	bool		kesc;
+	int			rc;
+	KlJsonValue n;
+
+	if (!kl_scan_object_open(&ko, o->p, o->end))
+		return false;
+	while ((rc = kl_scan_object_key(&ko, &k, &klen, &kesc)) > 0)
+	{
+		if (SCAN_KEY_IS(k, klen, kesc, "offset"))
+		{
+			if (!kl_scan_object_take(&ko, &n) || n.type != KL_JSON_NUMBER ||
+				!kl_json_parse_int64(n.start, n.len, &line->offset))
+				return false;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "partition"))
+		{
+			int64		p;
+
+			if (!kl_scan_object_take(&ko, &n) || n.type != KL_JSON_NUMBER ||
+				!kl_json_parse_int64(n.start, n.len, &p))
+				return false;
+			line->partition = (int32) p;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "timestamp_ms"))
+		{
+			if (!kl_scan_object_take(&ko, &n))
+				return false;
+			if (n.type == KL_JSON_NUMBER &&
+				!kl_json_parse_int64(n.start, n.len, &line->timestamp_ms))
+				return false;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "key"))
+		{
+			if (!kl_scan_object_take(&ko, &line->key))
+				return false;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "key_base64"))
+		{
+			if (!kl_scan_object_take(&ko, &line->key_base64))
+				return false;
+		}
+		else if (!kl_scan_object_skip(&ko))
+			return false;
+	}
+	if (rc < 0 || line->offset < 0)
+		return false;
+	o->p = ko.p;
+	return true;
+}
 
 /*
  * kl_line_parse_fast
@@ -825,145 +990,68 @@ kl_line_parse_fast(KlLine *line, const char *text, size_t len, int want)
 	const char *k;
 	int			klen;
 	bool		kesc;
-	const char *v;
-	const char *vend;
 	int			rc;
-	int			found_fields = 0;
 	bool		need_event = (want & KL_WANT_EVENT) || line->nfields > 0;
 	bool		need_kafka = (want & KL_WANT_KAFKA) != 0;
 	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
-	const char *end = text + len;
 
 	kl_line_reset(line);
-	if (!kl_scan_object_open(&top, text, end))
+	if (!kl_scan_object_open(&top, text, text + len))
 		return false;
 	while (need_event || need_kafka || need_quarantine)
 	{
-		rc = kl_scan_object_next(&top, &k, &klen, &kesc, &v, &vend);
+		rc = kl_scan_object_key(&top, &k, &klen, &kesc);
 		if (rc < 0)
 			return false;
 		if (rc == 0)
 			break;
 		if (SCAN_KEY_IS(k, klen, kesc, "event"))
 		{
-			if (*v != '{')
+			const char *start = top.p;
+
+			if (*start != '{')
 				return false;
 			if (want & KL_WANT_EVENT)
 			{
-				if (!kl_scan_take(v, vend, &line->event))
+				if (!kl_scan_object_take(&top, &line->event))
 					return false;
-			}
-			else
-			{
-				line->event.type = KL_JSON_OBJECT;
-				line->event.start = v;
-				line->event.len = vend - v;
+				top.p = start;
 			}
 			if (line->nfields > 0)
 			{
-				KlScanObject ev;
-				const char *ek;
-				int			eklen;
-				bool		ekesc;
-				const char *evv;
-				const char *evend;
-
-				if (!kl_scan_object_open(&ev, v, vend))
+				if (!kl_scan_event(line, &top, need_kafka || need_quarantine))
 					return false;
-				while (found_fields < line->nfields)
-				{
-					rc = kl_scan_object_next(&ev, &ek, &eklen, &ekesc, &evv, &evend);
-					if (rc < 0)
-						return false;
-					if (rc == 0)
-						break;
-					if (ekesc)
-						continue;
-					for (int i = 0; i < line->nfields; i++)
-					{
-						KlJsonValue *f = &line->fields[i];
-
-						if (f->type == KL_JSON_NULL && eklen == line->field_name_lens[i] &&
-							memcmp(ek, line->field_names[i], eklen) == 0)
-						{
-							if (!kl_scan_take(evv, evend, f))
-								return false;
-							if (f->type != KL_JSON_NULL)
-								found_fields++;
-						}
-					}
-				}
+				if (!need_kafka && !need_quarantine)
+					return true;	/* stopped at the last field */
 			}
+			else if (!kl_scan_object_skip(&top))
+				return false;
 			need_event = false;
 		}
-		else if (SCAN_KEY_IS(k, klen, kesc, "kafka"))
+		else if (need_kafka && SCAN_KEY_IS(k, klen, kesc, "kafka"))
 		{
-			KlScanObject ko;
-			const char *kk;
-			int			kklen;
-			bool		kkesc;
-			const char *kv;
-			const char *kvend;
-			KlJsonValue n;
-
-			if (!kl_scan_object_open(&ko, v, vend))
-				return false;
-			while ((rc = kl_scan_object_next(&ko, &kk, &kklen, &kkesc, &kv, &kvend)) > 0)
-			{
-				if (SCAN_KEY_IS(kk, kklen, kkesc, "offset"))
-				{
-					if (!kl_scan_take(kv, kvend, &n) || n.type != KL_JSON_NUMBER ||
-						!kl_json_parse_int64(n.start, n.len, &line->offset))
-						return false;
-				}
-				else if (SCAN_KEY_IS(kk, kklen, kkesc, "partition"))
-				{
-					int64		p;
-
-					if (!kl_scan_take(kv, kvend, &n) || n.type != KL_JSON_NUMBER ||
-						!kl_json_parse_int64(n.start, n.len, &p))
-						return false;
-					line->partition = (int32) p;
-				}
-				else if (SCAN_KEY_IS(kk, kklen, kkesc, "timestamp_ms"))
-				{
-					if (!kl_scan_take(kv, kvend, &n))
-						return false;
-					if (n.type == KL_JSON_NUMBER &&
-						!kl_json_parse_int64(n.start, n.len, &line->timestamp_ms))
-						return false;
-				}
-				else if (SCAN_KEY_IS(kk, kklen, kkesc, "key"))
-				{
-					if (!kl_scan_take(kv, kvend, &line->key))
-						return false;
-				}
-				else if (SCAN_KEY_IS(kk, kklen, kkesc, "key_base64"))
-				{
-					if (!kl_scan_take(kv, kvend, &line->key_base64))
-						return false;
-				}
-			}
-			if (rc < 0 || line->offset < 0)
+			if (!kl_scan_kafka(line, &top))
 				return false;
 			need_kafka = false;
 		}
 		else if (need_quarantine && SCAN_KEY_IS(k, klen, kesc, "raw_value"))
 		{
-			if (!kl_scan_take(v, vend, &line->raw_value))
+			if (!kl_scan_object_take(&top, &line->raw_value))
 				return false;
 		}
 		else if (need_quarantine && SCAN_KEY_IS(k, klen, kesc, "raw_value_base64"))
 		{
-			if (!kl_scan_take(v, vend, &line->raw_value_base64))
+			if (!kl_scan_object_take(&top, &line->raw_value_base64))
 				return false;
 		}
 		else if (need_quarantine && SCAN_KEY_IS(k, klen, kesc, "validation_error"))
 		{
-			if (!kl_scan_take(v, vend, &line->validation_error))
+			if (!kl_scan_object_take(&top, &line->validation_error))
 				return false;
 			need_quarantine = false;
 		}
+		else if (!kl_scan_object_skip(&top))
+			return false;
 	}
 	return true;
 }
@@ -975,9 +1063,8 @@ kl_line_parse_fast(KlLine *line, const char *text, size_t len, int want)
  *		everything asked for was found.  Every value handed out is valid
  *		JSON; a line that is not what land() writes is an ERROR (XX001).
  *
- *		line->event is always the span of the event object when the line
- *		has one; its content was validated only when KL_WANT_EVENT asked
- *		for it.
+ *		line->event is the event object, validated, when KL_WANT_EVENT
+ *		asks for it (KL_JSON_NULL for a line without one).
  */
 void
 kl_line_parse(KlLine *line, const char *text, size_t len, int want)
