@@ -96,6 +96,11 @@
 
 PG_FUNCTION_INFO_V1(kafka_lake_fdw_handler);
 
+/* EXPLAIN (GENERIC_PLAN) runs no query: its parameters have no values (16+) */
+#ifndef EXEC_FLAG_EXPLAIN_GENERIC
+#define EXEC_FLAG_EXPLAIN_GENERIC 0
+#endif
+
 /* What a column of a kafka_lake foreign table reads */
 typedef enum KlColumnKind
 {
@@ -1463,26 +1468,25 @@ kafkaLakeBeginForeignScan(ForeignScanState *node, int eflags)
 	kl_prune_init(&st->prune, intVal(list_nth(priv, KL_PRIV_STATUS_FILE)));
 
 	/* the pruning values, now that parameters are known */
-	cc = list_head((List *) list_nth(priv, KL_PRIV_COLUMNS));
-	sc = list_head((List *) list_nth(priv, KL_PRIV_STRATEGIES));
-	ac = list_head((List *) list_nth(priv, KL_PRIV_IS_ARRAY));
-	foreach(vc, plan->fdw_exprs)
+	forfour(cc, (List *) list_nth(priv, KL_PRIV_COLUMNS),
+			sc, (List *) list_nth(priv, KL_PRIV_STRATEGIES),
+			ac, (List *) list_nth(priv, KL_PRIV_IS_ARRAY),
+			vc, plan->fdw_exprs)
 	{
 		KlPruneQual q;
 		Expr	   *expr = (Expr *) lfirst(vc);
-		ExprState  *es = ExecInitExpr(expr, &node->ss.ps);
 		bool		isnull;
-		Datum		d = ExecEvalExpr(es, econtext, &isnull);
+		Datum		d;
 
+		if ((eflags & EXEC_FLAG_EXPLAIN_GENERIC) && !IsA(expr, Const))
+			continue;			/* no values to prune by */
+		d = ExecEvalExpr(ExecInitExpr(expr, &node->ss.ps), econtext, &isnull);
 		q.column = lfirst_int(cc);
 		q.strategy = lfirst_int(sc);
 		q.is_array = lfirst_int(ac) != 0;
 		q.value = expr;
 		q.rinfo = NULL;
 		kl_prune_apply(&st->prune, &q, d, isnull, exprType((Node *) expr), st->src->topic);
-		cc = lnext((List *) list_nth(priv, KL_PRIV_COLUMNS), cc);
-		sc = lnext((List *) list_nth(priv, KL_PRIV_STRATEGIES), sc);
-		ac = lnext((List *) list_nth(priv, KL_PRIV_IS_ARRAY), ac);
 	}
 	kl_scan_read_batches(st);
 	MemoryContextSwitchTo(old);
