@@ -4,9 +4,10 @@
 -- hold the same key names, keys written with escapes, duplicate keys and
 -- escaped strings, and the catalog's checks are updated to match; every
 -- column reads what a JSON parser would.  (The fast scan of reader.c must
--- agree with its strict parser.)  Needs the broker.
+-- agree with its strict parser.)  A demoted coordinate is skipped.  Needs
+-- the broker.
 SET client_min_messages = warning;
-SELECT plan(8);
+SELECT plan(10);
 
 CREATE FUNCTION pg_temp.crc32c(data bytea) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -77,5 +78,13 @@ SELECT is((SELECT count(*)::int FROM kafka_lake.fdw47_records r
           5, 'the event column equals what jsonb parses');
 SELECT is((SELECT sum(units_produced)::int FROM fdw47_typed WHERE business_date = '2026-06-29'), 165,
           'a pruned, filtered scan over the same lines');
+
+
+-- a coordinate recover() demoted ('D': accepted on disk, its event_id
+-- accepted first elsewhere) is skipped by every reader
+UPDATE kafka_lake.coordinates SET statuses = 'aDaaa' WHERE batch_id = :'b';
+SELECT is((SELECT array_agg(units_produced ORDER BY "offset")::text FROM fdw47_typed),
+          '{11,33,44,55}', 'a demoted coordinate is skipped');
+SELECT is((SELECT count(*)::int FROM kafka_lake.fdw47_records), 4, 'also when no column needs the line');
 
 SELECT * FROM finish();
