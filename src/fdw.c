@@ -48,7 +48,9 @@
  * batch, file and line (error context) and says what to do (hint).
  * Constant columns (topic, status, batch_id) are built once per scan.  A
  * coordinate that recover() demoted (an accepted line whose event_id was
- * accepted first elsewhere) is skipped.  CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
+ * accepted first elsewhere; 'D' in the catalog) reads as a duplicate, as
+ * recover() reports: the accepted file of its batch is read for
+ * duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
  * stop a scan promptly.
  *
  * IDENTIFICATION
@@ -213,6 +215,7 @@ typedef struct KlScanState
 	int			want;			/* KL_WANT_* the columns need */
 	int			file_want;		/* ... plus the offset where demoted */
 	bool		check_demoted;	/* current file has demoted coordinates */
+	int			row_status;		/* KL_FILE_* of the status of the current row */
 	int			nattrs;
 	KlAttr	   *attrs;
 	Datum		topic_datum;	/* constant columns, as text */
@@ -1408,6 +1411,22 @@ kl_scan_begin(KlScanState *st, Relation rel, const char *source, List *needed, b
 }
 
 /*
+ * kl_scan_reads_file
+ *		Does the scan read this file of this batch?  An accepted file is
+ *		also read for its demoted lines, which are duplicates to readers.
+ */
+static bool
+kl_scan_reads_file(const KlScanState *st, const KlBatchRef *b, int file)
+{
+	const bool *files = st->prune.bounds.files;
+
+	if (b->files[file].lines == 0)
+		return false;
+	return files[file] ||
+		(file == KL_FILE_ACCEPTED && files[KL_FILE_DUPLICATES] && b->demoted_statuses != NULL);
+}
+
+/*
  * kl_scan_read_batches
  *		Read the batch list under the current snapshot; count what EXPLAIN
  *		shows.
@@ -1429,7 +1448,7 @@ kl_scan_read_batches(KlScanState *st)
 
 		for (int i = 0; i < KL_NFILES; i++)
 		{
-			if (st->prune.bounds.files[i] && b->files[i].lines > 0)
+			if (kl_scan_reads_file(st, b, i))
 			{
 				st->files_planned++;
 				st->bytes_planned += b->files[i].bytes;
@@ -1520,7 +1539,7 @@ kl_next_file(KlScanState *st)
 			st->file = -1;
 		}
 		st->file++;
-		if (!st->prune.bounds.files[st->file] || st->batch->files[st->file].lines == 0)
+		if (!kl_scan_reads_file(st, st->batch, st->file))
 			continue;
 		{
 			MemoryContext old = MemoryContextSwitchTo(st->scan_cxt);
@@ -1534,6 +1553,7 @@ kl_next_file(KlScanState *st)
 		st->check_demoted = (st->batch->demoted_statuses != NULL &&
 							 st->file == KL_FILE_ACCEPTED);
 		st->file_want = st->want | (st->check_demoted ? KL_WANT_KAFKA : 0);
+		st->row_status = st->file;
 		st->file_open = true;
 		st->files_checked++;
 		return true;
@@ -1857,7 +1877,8 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 					break;
 				}
 			case KL_COL_STATUS:
-				d = kl_text_column(st, a, st->status_datums[st->file], kl_status_names[st->file]);
+				d = kl_text_column(st, a, st->status_datums[st->row_status],
+								   kl_status_names[st->row_status]);
 				break;
 			case KL_COL_EVENT_ID:
 			case KL_COL_BUSINESS_DATE:
@@ -1892,24 +1913,23 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 /*
  * kl_line_demoted
  *		Is this accepted line's coordinate one that recover() demoted (an
- *		event_id accepted first elsewhere)?  Readers skip it.
+ *		event_id accepted first elsewhere)?  It reads as a duplicate.
  */
 static inline bool
 kl_line_demoted(KlScanState *st)
 {
-	int			idx;
+	int			idx = kl_batch_coordinate_index(st->batch, st->line.offset);
 
-	if (!st->check_demoted)
-		return false;
-	idx = kl_batch_coordinate_index(st->batch, st->line.offset);
 	return idx >= 0 && st->batch->demoted_statuses[idx] == KL_STATUS_DEMOTED;
 }
 
 /*
  * kl_scan_next_line
  *		Advance to the next line that is a row: *text and *len get it, and
- *		when parse, st->line gets what the columns need.  Demoted
- *		coordinates are skipped.  false at the end.
+ *		when parse, st->line gets what the columns need.  In an accepted
+ *		file with demoted coordinates, each line's status is decided by its
+ *		offset (st->row_status), and lines of a status the scan does not
+ *		read are skipped.  false at the end.
  */
 static inline bool
 kl_scan_next_line(KlScanState *st, bool parse, const char **text, size_t *len)
@@ -1928,10 +1948,12 @@ kl_scan_next_line(KlScanState *st, bool parse, const char **text, size_t *len)
 			kl_line_parse(&st->line, *text, *len, st->file_want);
 		else if (st->check_demoted)
 			kl_line_parse(&st->line, *text, *len, KL_WANT_KAFKA);
-		else
-			return true;
-		if (kl_line_demoted(st))
-			continue;
+		if (st->check_demoted)
+		{
+			st->row_status = kl_line_demoted(st) ? KL_FILE_DUPLICATES : KL_FILE_ACCEPTED;
+			if (!st->prune.bounds.files[st->row_status])
+				continue;
+		}
 		return true;
 	}
 }

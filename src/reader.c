@@ -166,7 +166,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 want_fingerprints ? "true" : "false",
 					 want_fingerprints ? "c.fingerprints" : "NULL::bytea",
 					 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
-					 bounds->files[KL_FILE_DUPLICATES] ? "b.duplicate_count > 0" : "false",
+					 bounds->files[KL_FILE_DUPLICATES] ?
+					 "b.duplicate_count > 0 OR strpos(c.statuses, 'D') > 0" : "false",
 					 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
 
 	cs = kl_catalog_begin();

@@ -4,10 +4,10 @@
 -- hold the same key names, keys written with escapes, duplicate keys and
 -- escaped strings, and the catalog's checks are updated to match; every
 -- column reads what a JSON parser would.  (The fast scan of reader.c must
--- agree with its strict parser.)  A demoted coordinate is skipped.  Needs
--- the broker.
+-- agree with its strict parser.)  A demoted coordinate reads as a
+-- duplicate.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(10);
+SELECT plan(13);
 
 CREATE FUNCTION pg_temp.crc32c(data bytea) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -81,10 +81,21 @@ SELECT is((SELECT sum(units_produced)::int FROM fdw47_typed WHERE business_date 
 
 
 -- a coordinate recover() demoted ('D': accepted on disk, its event_id
--- accepted first elsewhere) is skipped by every reader
+-- accepted first elsewhere) reads as a duplicate_event_id, as recover()
+-- reports
 UPDATE kafka_lake.coordinates SET statuses = 'aDaaa' WHERE batch_id = :'b';
 SELECT is((SELECT array_agg(units_produced ORDER BY "offset")::text FROM fdw47_typed),
-          '{11,33,44,55}', 'a demoted coordinate is skipped');
-SELECT is((SELECT count(*)::int FROM kafka_lake.fdw47_records), 4, 'also when no column needs the line');
+          '{11,33,44,55}', 'a demoted coordinate is not accepted');
+SELECT is((SELECT array_agg(status || ':' || "offset" ORDER BY "offset")::text FROM kafka_lake.fdw47_records),
+          '{accepted:0,duplicate_event_id:1,accepted:2,accepted:3,accepted:4}',
+          'it reads as duplicate_event_id');
+SELECT is((SELECT array_agg(event_id)::text FROM kafka_lake.fdw47_records WHERE status = 'duplicate_event_id'),
+          '{fdw47-2}', 'a scan of duplicates reads it from the accepted file');
+CREATE FOREIGN TABLE fdw47_dups (event_id text, units_produced int)
+  SERVER fdw47_kafka OPTIONS (source 'fdw47', status 'duplicate_event_id');
+SELECT is((SELECT array_agg(event_id || '=' || units_produced)::text FROM fdw47_dups), '{fdw47-2=22}',
+          'so does a table of duplicates');
+SELECT is((SELECT count(*)::int FROM kafka_lake.fdw47_records WHERE status = 'accepted'), 4,
+          'and counting accepted records without reading any column skips it');
 
 SELECT * FROM finish();
