@@ -8,24 +8,50 @@
  * its columns are either the envelope columns of SPEC section 5 (topic,
  * partition, "offset", key, timestamp_ms, fingerprint, status, event_id,
  * business_date, event, raw_value, validation_error, batch_id) or, under
- * any other name, a field of the event, read with the column's type (the
- * column option "field" names a field of another name).
+ * any other name, a field of the event, read with the column's type.  The
+ * column option "field" makes any column an event field of that name.  A
+ * table reads only a source of its own server: USAGE on a server is what
+ * lets a role declare foreign tables there, so it must not open another
+ * server's landing.  Reading is then governed by GRANT SELECT on the table
+ * alone: the catalog is read as the extension's owner (catalog.c).
  *
- * Planning.  Quals of the form <column> <op> <constant or parameter> on
- * partition, "offset", business_date, status, batch_id and topic become
- * bounds (reader.c, KlBounds) that prune whole batches (in the catalog
- * query) and whole files (by status) before anything is opened.  The quals
- * stay in the plan as ordinary filters too: pruning only ever skips what
- * cannot match.  Row estimates come from the catalog's per-batch counts, so
- * joins see sane numbers without ANALYZE; ANALYZE samples the rows.
+ * Planning.  Restriction clauses of the form <column> <op> <value> and
+ * <column> = ANY (<array>) (hence IN lists) on partition, "offset",
+ * business_date, status, batch_id and topic become bounds (reader.c,
+ * KlBounds) plus value sets (KlPrune, below) that prune whole batches (in
+ * the catalog query and right after it) and whole files (by status) before
+ * anything is opened.  <value> is anything the executor can compute once
+ * per scan: a constant, a parameter, a stable expression of those.  A text
+ * comparison prunes only under a deterministic collation.  The clauses stay
+ * in the plan as ordinary filters: pruning only ever skips what cannot
+ * match.  Row estimates come from the catalog's per-batch counts of the
+ * batches and files left after pruning by the clauses known at plan time
+ * (with the share of each batch's offset and date range that the bounds
+ * keep), times the ordinary selectivity of the other clauses, so the
+ * planner sees the landed count without ANALYZE; ANALYZE samples the rows
+ * for column statistics.
+ *
+ * Which columns.  As file_fdw does, the columns to produce are those the
+ * query needs (the relation's target list and its restriction clauses), not
+ * those of the plan's target list, which may be the whole physical row; the
+ * others are returned as NULL, and an event field nobody needs is never
+ * looked for.
  *
  * Execution.  The batch list is read at the start of the scan with the
- * statement's snapshot, each needed file is read and checked (size, lines,
- * CRC-32C) before its first row, and each line is parsed only as far as the
- * columns asked for need.  Values are built straight from the JSON spans,
- * with fast paths for integers, text and dates; other types go through the
- * column type's input function, and an error there names column, file and
- * line.  CHECK_FOR_INTERRUPTS runs for every row.
+ * statement's snapshot (a cursor keeps the list it started with), each
+ * needed file is read whole into one buffer reused for every file, and
+ * checked (size, lines, CRC-32C) before its first row; each line is parsed
+ * only as far as the columns asked for need (reader.c).  Values are built
+ * straight from the JSON spans, with fast paths for integers, booleans,
+ * text, dates and ISO-8601 timestamps with a zone; other types go through
+ * the column type's input function, and an error there names column,
+ * batch, file and line (error context) and says what to do (hint).
+ * Constant columns (topic, status, batch_id) are built once per scan.  A
+ * coordinate that recover() demoted (an accepted line whose event_id was
+ * accepted first elsewhere; 'D' in the catalog) reads as a duplicate, as
+ * recover() reports: the accepted file of its batch is read for
+ * duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
+ * stop a scan promptly.
  *
  * IDENTIFICATION
  *	  src/fdw.c
@@ -35,10 +61,11 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/reloptions.h"
-#include "access/table.h"
-#include "access/stratnum.h"
 #include "access/nbtree.h"
+#include "access/reloptions.h"
+#include "access/stratnum.h"
+#include "access/sysattr.h"
+#include "access/table.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
@@ -51,21 +78,30 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
+#include "utils/datetime.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/sampling.h"
-#include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "kafka_lake.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_fdw_handler);
+
+/* EXPLAIN (GENERIC_PLAN) runs no query: its parameters have no values (16+) */
+#ifndef EXEC_FLAG_EXPLAIN_GENERIC
+#define EXEC_FLAG_EXPLAIN_GENERIC 0
+#endif
 
 /* What a column of a kafka_lake foreign table reads */
 typedef enum KlColumnKind
@@ -92,13 +128,46 @@ static const char *const kl_column_names[] = {
 	"validation_error", "batch_id", NULL
 };
 
-/* One qual that can prune: <column> <strategy> <value expression> */
+/* One clause that can prune: <column> <strategy> <value>, or = ANY (<array>) */
 typedef struct KlPruneQual
 {
 	KlColumnKind column;
 	int			strategy;		/* BTLessStrategyNumber ... */
-	Expr	   *value;			/* Const or external Param */
+	bool		is_array;		/* column = ANY (value) */
+	Expr	   *value;			/* computable once per scan */
+	RestrictInfo *rinfo;		/* planning only */
 } KlPruneQual;
+
+/* A set of allowed values of one column, from = ANY clauses (sorted) */
+typedef struct KlValueSet
+{
+	bool		active;			/* false: no set, anything within bounds */
+	int			n;
+	int64	   *values;			/* partitions, offsets or dates */
+} KlValueSet;
+
+/* Everything that prunes: the catalog query's bounds, and sets applied after it */
+typedef struct KlPrune
+{
+	KlBounds	bounds;
+	KlValueSet	partitions;
+	KlValueSet	offsets;
+	KlValueSet	dates;
+	bool		batch_ids_active;
+	List	   *batch_ids;		/* C strings */
+} KlPrune;
+
+/* Indexes of the ForeignScan's fdw_private list */
+enum KlFdwPrivate
+{
+	KL_PRIV_SOURCE,				/* String: the source */
+	KL_PRIV_STATUS_FILE,		/* Integer: the status option's file, or -1 */
+	KL_PRIV_COLUMNS,			/* int List: KlColumnKind of each prune qual */
+	KL_PRIV_STRATEGIES,			/* int List: its strategy */
+	KL_PRIV_IS_ARRAY,			/* int List: 1 for = ANY */
+	KL_PRIV_ATTRS,				/* int List: attnums the query needs */
+	KL_PRIV_ALL_ATTRS			/* Integer: 1 when every column is needed */
+};
 
 /* Planning state (baserel->fdw_private) */
 typedef struct KlPlanState
@@ -106,10 +175,12 @@ typedef struct KlPlanState
 	char	   *source;			/* the table's source option */
 	int			status_file;	/* the table's status option, or -1 */
 	List	   *prune_quals;	/* KlPruneQual */
+	List	   *attrs;			/* attnums the query needs */
+	bool		all_attrs;		/* a whole-row reference: all of them */
+	int			nfields;		/* event fields among them */
 	int64		nbatches;		/* batches left after pruning (constants) */
-	int64		total_batches;
 	double		rows;			/* records in the remaining files */
-	double		bytes;
+	double		bytes;			/* bytes of the remaining files */
 } KlPlanState;
 
 /* How to produce one attribute */
@@ -117,38 +188,49 @@ typedef struct KlAttr
 {
 	AttrNumber	attnum;
 	KlColumnKind kind;
-	int			field;			/* index into the line's fields */
+	int			field;			/* event fields: index into the line's fields */
+	const char *field_name;		/* event fields: the field's name */
 	Oid			typid;
+	int32		typmod;
 	FmgrInfo	infunc;
 	Oid			typioparam;
-	int32		typmod;
-	const char *name;
+	const char *name;			/* the column's name */
 } KlAttr;
 
-/* Execution state */
+/* Execution state (also used by ANALYZE) */
 typedef struct KlScanState
 {
 	KlSource   *src;
-	KlBounds	bounds;
-	List	   *batches;		/* KlBatchRef, pruned */
-	int64		total_batches;
+	KlPrune		prune;			/* bounds and value sets */
+	List	   *batches;		/* KlBatchRef, after pruning */
+	int64		total_batches;	/* batches of the source */
 	ListCell   *next_batch;
-	KlBatchRef *batch;			/* current */
+	KlBatchRef *batch;			/* current batch */
 	int			file;			/* current file, or -1 before the first */
 	bool		file_open;
 	KlFileReader reader;
+	char	   *buffer;			/* the file, reused from file to file */
+	size_t		buffer_size;
 	KlLine		line;
-	int			want;			/* KL_WANT_* */
+	int			want;			/* KL_WANT_* the columns need */
+	int			file_want;		/* ... plus the offset where demoted */
+	bool		check_demoted;	/* current file has demoted coordinates */
+	int			row_status;		/* KL_FILE_* of the status of the current row */
 	int			nattrs;
 	KlAttr	   *attrs;
-	const char *current_column; /* for the error context */
-	MemoryContext file_cxt;		/* holds the current file */
-	/* for EXPLAIN */
-	int64		files_read;
+	Datum		topic_datum;	/* constant columns, as text */
+	Datum		status_datums[KL_NFILES];
+	Datum	   *batch_id_datums;	/* per batch, built when first needed */
+	int			batch_index;	/* of the current batch */
+	KlAttr	   *current_attr;	/* for the error context */
+	const KlJsonValue *current_value;
+	MemoryContext scan_cxt;		/* lives as long as the scan */
+	/* what EXPLAIN shows */
+	int64		files_planned;
 	int64		files_pruned;
 	int64		bytes_planned;
+	int64		files_checked;
 	int64		lines_read;
-	bool		explain_only;
 } KlScanState;
 
 static void kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
@@ -185,39 +267,84 @@ kafka_lake_fdw_handler(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(routine);
 }
 
-/*
- * kl_column_kind
- *		What a column of this name reads.
+/* ----------------------------------------------------------------
+ *		Columns
+ * ----------------------------------------------------------------
  */
-static KlColumnKind
-kl_column_kind(const char *name)
-{
-	for (int i = 0; kl_column_names[i]; i++)
-	{
-		if (strcmp(kl_column_names[i], name) == 0)
-			return (KlColumnKind) i;
-	}
-	return KL_COL_FIELD;
-}
 
 /*
- * kl_column_field_name
- *		The event field a column reads: its "field" option or its name.
+ * kl_column_field_option
+ *		The column's "field" option, or NULL.
  */
 static char *
-kl_column_field_name(Oid relid, AttrNumber attnum, const char *attname)
+kl_column_field_option(Oid relid, AttrNumber attnum)
 {
-	List	   *options = GetForeignColumnOptions(relid, attnum);
 	ListCell   *cell;
 
-	foreach(cell, options)
+	foreach(cell, GetForeignColumnOptions(relid, attnum))
 	{
 		DefElem    *def = (DefElem *) lfirst(cell);
 
 		if (strcmp(def->defname, "field") == 0)
 			return defGetString(def);
 	}
-	return pstrdup(attname);
+	return NULL;
+}
+
+/*
+ * kl_column_kind
+ *		What a column reads: an event field when it has the "field" option
+ *		or a name that is not an envelope column's; *field_name gets the
+ *		event field's name.
+ */
+static KlColumnKind
+kl_column_kind(Oid relid, AttrNumber attnum, const char *attname, const char **field_name)
+{
+	char	   *field = kl_column_field_option(relid, attnum);
+
+	if (field != NULL)
+	{
+		if (field_name)
+			*field_name = field;
+		return KL_COL_FIELD;
+	}
+	for (int i = 0; kl_column_names[i]; i++)
+	{
+		if (strcmp(kl_column_names[i], attname) == 0)
+		{
+			if (field_name)
+				*field_name = (i == KL_COL_EVENT_ID) ? "event_id" :
+					(i == KL_COL_BUSINESS_DATE) ? "business_date" : NULL;
+			return (KlColumnKind) i;
+		}
+	}
+	if (field_name)
+		*field_name = pstrdup(attname);
+	return KL_COL_FIELD;
+}
+
+/*
+ * kl_table_source
+ *		The source a foreign table reads (its options "source" and "status"),
+ *		which must land from the table's own server: USAGE on a server is
+ *		what lets a role declare foreign tables over it, so a table on one
+ *		server never reads the landing of another server's sources.
+ */
+static KlSource *
+kl_table_source(Oid relid, char **source, char **status)
+{
+	ForeignServer *server = GetForeignServer(GetForeignTable(relid)->serverid);
+	KlSource   *src;
+
+	kl_foreign_table_options(relid, source, status);
+	src = kl_source_lookup(*source);
+	if (strcmp(src->server, server->servername) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("foreign table \"%s\" is on server \"%s\", but source \"%s\" lands from server \"%s\"",
+						get_rel_name(relid), server->servername, src->source, src->server),
+				 errhint("Declare the foreign table on server \"%s\".", src->server)));
+	return src;
 }
 
 /*
@@ -230,157 +357,14 @@ kl_table_status_file(const char *status)
 	return status ? kl_status_file_index(status) : -1;
 }
 
-/*
- * kl_datum_to_int64
- *		An integer constant of any width.
+/* ----------------------------------------------------------------
+ *		Pruning
+ * ----------------------------------------------------------------
  */
-static bool
-kl_datum_to_int64(Datum d, Oid type, int64 *out)
-{
-	switch (type)
-	{
-		case INT2OID:
-			*out = DatumGetInt16(d);
-			return true;
-		case INT4OID:
-			*out = DatumGetInt32(d);
-			return true;
-		case INT8OID:
-			*out = DatumGetInt64(d);
-			return true;
-	}
-	return false;
-}
-
-/*
- * kl_bounds_apply
- *		Narrow the bounds with one qual whose value is known.
- */
-static void
-kl_bounds_apply(KlBounds *b, KlColumnKind column, int strategy, Datum value, Oid type,
-				bool isnull, const char *topic)
-{
-	int64		v;
-
-	if (isnull)
-	{
-		/* a strict comparison with NULL matches nothing */
-		b->contradiction = true;
-		return;
-	}
-	switch (column)
-	{
-		case KL_COL_PARTITION:
-		case KL_COL_OFFSET:
-			{
-				int64		lo,
-							hi;
-
-				if (!kl_datum_to_int64(value, type, &v))
-					return;
-				lo = (column == KL_COL_PARTITION) ? b->partition_lo : b->offset_lo;
-				hi = (column == KL_COL_PARTITION) ? b->partition_hi : b->offset_hi;
-				switch (strategy)
-				{
-					case BTLessStrategyNumber:
-						hi = Min(hi, v - 1);
-						break;
-					case BTLessEqualStrategyNumber:
-						hi = Min(hi, v);
-						break;
-					case BTEqualStrategyNumber:
-						lo = Max(lo, v);
-						hi = Min(hi, v);
-						break;
-					case BTGreaterEqualStrategyNumber:
-						lo = Max(lo, v);
-						break;
-					case BTGreaterStrategyNumber:
-						lo = Max(lo, v + 1);
-						break;
-				}
-				if (column == KL_COL_PARTITION)
-				{
-					if (hi < 0 || lo > PG_INT32_MAX || lo > hi)
-						b->contradiction = true;
-					else
-					{
-						b->partition_lo = (int32) Max(lo, 0);
-						b->partition_hi = (int32) Min(hi, PG_INT32_MAX);
-					}
-				}
-				else
-				{
-					b->offset_lo = Max(lo, 0);
-					b->offset_hi = hi;
-				}
-				break;
-			}
-		case KL_COL_BUSINESS_DATE:
-			{
-				DateADT		d;
-
-				if (type != DATEOID)
-					return;
-				d = DatumGetDateADT(value);
-				switch (strategy)
-				{
-					case BTLessStrategyNumber:
-						b->date_hi = Min(b->date_hi, d - 1);
-						break;
-					case BTLessEqualStrategyNumber:
-						b->date_hi = Min(b->date_hi, d);
-						break;
-					case BTEqualStrategyNumber:
-						b->date_lo = Max(b->date_lo, d);
-						b->date_hi = Min(b->date_hi, d);
-						break;
-					case BTGreaterEqualStrategyNumber:
-						b->date_lo = Max(b->date_lo, d);
-						break;
-					case BTGreaterStrategyNumber:
-						b->date_lo = Max(b->date_lo, d + 1);
-						break;
-				}
-				/* quarantined records have no business date */
-				b->files[KL_FILE_QUARANTINE] = false;
-				break;
-			}
-		case KL_COL_STATUS:
-		case KL_COL_BATCH_ID:
-		case KL_COL_TOPIC:
-			{
-				char	   *s;
-
-				if (strategy != BTEqualStrategyNumber ||
-					(type != TEXTOID && type != VARCHAROID && type != BPCHAROID))
-					return;
-				s = TextDatumGetCString(value);
-				if (column == KL_COL_STATUS)
-				{
-					int			f = kl_status_file_index(s);
-
-					for (int i = 0; i < KL_NFILES; i++)
-						b->files[i] = b->files[i] && (i == f);
-				}
-				else if (column == KL_COL_BATCH_ID)
-				{
-					if (b->batch_id && strcmp(b->batch_id, s) != 0)
-						b->contradiction = true;
-					b->batch_id = s;
-				}
-				else if (strcmp(s, topic) != 0)
-					b->contradiction = true;
-				break;
-			}
-		default:
-			break;
-	}
-}
 
 /*
  * kl_prune_column_type
- *		The column type a pruning qual needs, per column.
+ *		The column type a pruning clause needs, per column.
  */
 static Oid
 kl_prune_column_type(KlColumnKind kind)
@@ -403,11 +387,110 @@ kl_prune_column_type(KlColumnKind kind)
 }
 
 /*
+ * kl_prune_value_type_ok
+ *		Can kl_prune_apply read a value of this type for this column?
+ */
+static bool
+kl_prune_value_type_ok(KlColumnKind kind, Oid type)
+{
+	switch (kind)
+	{
+		case KL_COL_PARTITION:
+		case KL_COL_OFFSET:
+			return type == INT2OID || type == INT4OID || type == INT8OID;
+		case KL_COL_BUSINESS_DATE:
+			return type == DATEOID;
+		case KL_COL_STATUS:
+		case KL_COL_BATCH_ID:
+		case KL_COL_TOPIC:
+			return type == TEXTOID || type == VARCHAROID;
+		default:
+			return false;
+	}
+}
+
+/*
+ * kl_contains_exec_param_walker
+ *		Does an expression use a parameter set during execution (a join's or
+ *		a subplan's)?  Those change from rescan to rescan; we prune only by
+ *		values fixed for the whole scan.
+ */
+static bool
+kl_contains_exec_param_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind != PARAM_EXTERN;
+	return expression_tree_walker(node, kl_contains_exec_param_walker, context);
+}
+
+/*
+ * kl_prune_value_ok
+ *		Is this expression computable once, at the start of the scan?
+ */
+static bool
+kl_prune_value_ok(Node *value)
+{
+	return !contain_var_clause(value) &&
+		!contain_volatile_functions(value) &&
+		!contain_subplans(value) &&
+		!kl_contains_exec_param_walker(value, NULL);
+}
+
+/*
+ * kl_strip_relabel
+ *		Look through binary-compatible relabelings.
+ */
+static Node *
+kl_strip_relabel(Node *node)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node;
+}
+
+/*
+ * kl_collation_ok
+ *		Text equality prunes only where it means byte equality.
+ */
+static bool
+kl_collation_ok(KlColumnKind kind, Oid collid)
+{
+	if (kind != KL_COL_STATUS && kind != KL_COL_BATCH_ID && kind != KL_COL_TOPIC)
+		return true;
+	return !OidIsValid(collid) || get_collation_isdeterministic(collid);
+}
+
+/*
+ * kl_prune_var_kind
+ *		If node is a column of this relation that pruning understands (with
+ *		its own type), its kind; else -1.
+ */
+static int
+kl_prune_var_kind(Node *node, RelOptInfo *baserel, Oid relid)
+{
+	Var		   *var;
+	KlColumnKind kind;
+
+	node = kl_strip_relabel(node);
+	if (node == NULL || !IsA(node, Var))
+		return -1;
+	var = (Var *) node;
+	if (var->varno != baserel->relid || var->varattno <= 0 || var->varlevelsup != 0)
+		return -1;
+	kind = kl_column_kind(relid, var->varattno, get_attname(relid, var->varattno, false), NULL);
+	if (!OidIsValid(kl_prune_column_type(kind)) || var->vartype != kl_prune_column_type(kind))
+		return -1;
+	return (int) kind;
+}
+
+/*
  * kl_extract_prune_quals
  *		Pick the restriction clauses that can prune batches or files.
  */
 static List *
-kl_extract_prune_quals(PlannerInfo *root, RelOptInfo *baserel, Oid relid)
+kl_extract_prune_quals(RelOptInfo *baserel, Oid relid)
 {
 	List	   *result = NIL;
 	ListCell   *cell;
@@ -415,101 +498,644 @@ kl_extract_prune_quals(PlannerInfo *root, RelOptInfo *baserel, Oid relid)
 	foreach(cell, baserel->baserestrictinfo)
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, cell);
-		OpExpr	   *op;
-		Node	   *left;
-		Node	   *right;
-		Var		   *var;
-		Expr	   *value;
-		bool		var_on_left;
-		KlColumnKind kind;
-		Oid			coltype;
-		Oid			opfamily;
+		Node	   *clause = (Node *) ri->clause;
+		KlPruneQual *q;
+		int			kind;
+		Oid			opno;
 		int			strategy;
-		char	   *attname;
+		Expr	   *value;
+		bool		is_array = false;
 
-		if (!IsA(ri->clause, OpExpr))
-			continue;
-		op = (OpExpr *) ri->clause;
-		if (list_length(op->args) != 2)
-			continue;
-		left = strip_implicit_coercions(linitial(op->args));
-		right = strip_implicit_coercions(lsecond(op->args));
-		if (IsA(left, Var) && (IsA(right, Const) || IsA(right, Param)))
+		if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
 		{
-			var = (Var *) left;
-			value = (Expr *) right;
-			var_on_left = true;
+			OpExpr	   *op = (OpExpr *) clause;
+			Node	   *left = linitial(op->args);
+			Node	   *right = lsecond(op->args);
+			bool		var_on_left;
+
+			if ((kind = kl_prune_var_kind(left, baserel, relid)) >= 0 && kl_prune_value_ok(right))
+			{
+				var_on_left = true;
+				value = (Expr *) right;
+			}
+			else if ((kind = kl_prune_var_kind(right, baserel, relid)) >= 0 && kl_prune_value_ok(left))
+			{
+				var_on_left = false;
+				value = (Expr *) left;
+			}
+			else
+				continue;
+			if (!kl_collation_ok(kind, op->inputcollid))
+				continue;
+			opno = op->opno;
+			strategy = get_op_opfamily_strategy(opno,
+												get_opclass_family(GetDefaultOpClass(kl_prune_column_type(kind),
+																					 BTREE_AM_OID)));
+			if (strategy == 0)
+				continue;
+			if (!var_on_left)
+				strategy = BTCommuteStrategyNumber(strategy);
+			if (!kl_prune_value_type_ok(kind, exprType((Node *) value)))
+				continue;
 		}
-		else if (IsA(right, Var) && (IsA(left, Const) || IsA(left, Param)))
+		else if (IsA(clause, ScalarArrayOpExpr))
 		{
-			var = (Var *) right;
-			value = (Expr *) left;
-			var_on_left = false;
+			ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) clause;
+			Oid			elemtype;
+
+			if (!saop->useOr || list_length(saop->args) != 2)
+				continue;
+			kind = kl_prune_var_kind(linitial(saop->args), baserel, relid);
+			value = (Expr *) lsecond(saop->args);
+			if (kind < 0 || !kl_prune_value_ok((Node *) value) ||
+				!kl_collation_ok(kind, saop->inputcollid))
+				continue;
+			strategy = get_op_opfamily_strategy(saop->opno,
+												get_opclass_family(GetDefaultOpClass(kl_prune_column_type(kind),
+																					 BTREE_AM_OID)));
+			if (strategy != BTEqualStrategyNumber)
+				continue;
+			elemtype = get_element_type(exprType((Node *) value));
+			if (!OidIsValid(elemtype) || !kl_prune_value_type_ok(kind, elemtype))
+				continue;
+			is_array = true;
 		}
 		else
 			continue;
-		if (var->varno != baserel->relid || var->varattno <= 0)
-			continue;
-		if (IsA(value, Param) && ((Param *) value)->paramkind != PARAM_EXTERN)
-			continue;
 
-		attname = get_attname(relid, var->varattno, false);
-		kind = kl_column_kind(attname);
-		coltype = kl_prune_column_type(kind);
-		if (!OidIsValid(coltype) || var->vartype != coltype)
-			continue;
-		opfamily = get_opclass_family(GetDefaultOpClass(coltype, BTREE_AM_OID));
-		strategy = get_op_opfamily_strategy(op->opno, opfamily);
-		if (strategy == 0)
-			continue;
-		if (!var_on_left)
-			strategy = BTCommuteStrategyNumber(strategy);
-		{
-			KlPruneQual *q = palloc(sizeof(KlPruneQual));
-
-			q->column = kind;
-			q->strategy = strategy;
-			q->value = value;
-			result = lappend(result, q);
-		}
+		q = palloc0(sizeof(KlPruneQual));
+		q->column = (KlColumnKind) kind;
+		q->strategy = strategy;
+		q->is_array = is_array;
+		q->value = value;
+		q->rinfo = ri;
+		result = lappend(result, q);
 	}
 	return result;
 }
 
 /*
- * kl_bounds_from_quals
- *		Bounds from the table's status option and the pruning quals whose
- *		values are known now (constants; parameters at execution).
+ * kl_datum_to_int64
+ *		An integer of any width.
+ */
+static int64
+kl_datum_to_int64(Datum d, Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT4OID:
+			return DatumGetInt32(d);
+		default:
+			return DatumGetInt64(d);
+	}
+}
+
+/*
+ * kl_prune_init
+ *		No pruning beyond the table's status option.
  */
 static void
-kl_bounds_from_quals(KlBounds *b, int status_file, List *quals, List *values,
-					 const char *topic)
+kl_prune_init(KlPrune *pr, int status_file)
 {
-	ListCell   *qc;
-	ListCell   *vc;
-
-	kl_bounds_init(b);
+	memset(pr, 0, sizeof(*pr));
+	kl_bounds_init(&pr->bounds);
 	if (status_file >= 0)
 	{
 		for (int i = 0; i < KL_NFILES; i++)
-			b->files[i] = (i == status_file);
+			pr->bounds.files[i] = (i == status_file);
 	}
-	forboth(qc, quals, vc, values)
-	{
-		KlPruneQual *q = lfirst(qc);
-		Const	   *c = lfirst(vc);
+}
 
-		if (c == NULL)
-			continue;
-		kl_bounds_apply(b, q->column, q->strategy, c->constvalue, c->consttype,
-						c->constisnull, topic);
+/*
+ * kl_narrow_int64
+ *		Narrow [*lo, *hi] by "x <strategy> v", without overflowing.
+ */
+static void
+kl_narrow_int64(int64 *lo, int64 *hi, int strategy, int64 v)
+{
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			if (v == PG_INT64_MIN)
+			{
+				*lo = 1;
+				*hi = 0;
+			}
+			else
+				*hi = Min(*hi, v - 1);
+			break;
+		case BTLessEqualStrategyNumber:
+			*hi = Min(*hi, v);
+			break;
+		case BTEqualStrategyNumber:
+			*lo = Max(*lo, v);
+			*hi = Min(*hi, v);
+			break;
+		case BTGreaterEqualStrategyNumber:
+			*lo = Max(*lo, v);
+			break;
+		case BTGreaterStrategyNumber:
+			if (v == PG_INT64_MAX)
+			{
+				*lo = 1;
+				*hi = 0;
+			}
+			else
+				*lo = Max(*lo, v + 1);
+			break;
 	}
+}
+
+/*
+ * kl_int64_cmp
+ *		qsort comparator.
+ */
+static int
+kl_int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * kl_set_intersect
+ *		Restrict a value set to values[0..n) (sorted, distinct).
+ */
+static void
+kl_set_intersect(KlValueSet *set, int64 *values, int n)
+{
+	int			k = 0;
+
+	if (!set->active)
+	{
+		set->active = true;
+		set->values = values;
+		set->n = n;
+		return;
+	}
+	for (int i = 0, j = 0; i < set->n && j < n;)
+	{
+		if (set->values[i] < values[j])
+			i++;
+		else if (set->values[i] > values[j])
+			j++;
+		else
+		{
+			set->values[k++] = set->values[i];
+			i++;
+			j++;
+		}
+	}
+	set->n = k;
+}
+
+/*
+ * kl_set_meets
+ *		Does the set hold a value within [lo, hi]?  (true without a set)
+ */
+static bool
+kl_set_meets(const KlValueSet *set, int64 lo, int64 hi)
+{
+	int			a = 0;
+	int			b;
+
+	if (!set->active)
+		return true;
+	b = set->n;
+	while (a < b)
+	{
+		int			mid = (a + b) / 2;
+
+		if (set->values[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < set->n && set->values[a] <= hi;
+}
+
+/*
+ * kl_set_count
+ *		How many values of the set lie within [lo, hi]?
+ */
+static int64
+kl_set_count(const KlValueSet *set, int64 lo, int64 hi)
+{
+	int64		n = 0;
+
+	for (int i = 0; i < set->n; i++)
+		n += (set->values[i] >= lo && set->values[i] <= hi);
+	return n;
+}
+
+/*
+ * kl_prune_apply_array
+ *		Narrow by "column = ANY (array)".
+ */
+static void
+kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytype,
+					 const char *topic)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(value);
+	Oid			elemtype = get_element_type(arraytype);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	int64	   *ints;
+	int			n = 0;
+	bool		files[KL_NFILES] = {false, false, false};
+	bool		topic_found = false;
+	List	   *ids = NIL;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &elemnulls, &nelems);
+	ints = palloc(sizeof(int64) * Max(nelems, 1));
+	for (int i = 0; i < nelems; i++)
+	{
+		if (elemnulls[i])
+			continue;			/* matches nothing */
+		switch (column)
+		{
+			case KL_COL_PARTITION:
+			case KL_COL_OFFSET:
+				ints[n++] = kl_datum_to_int64(elems[i], elemtype);
+				break;
+			case KL_COL_BUSINESS_DATE:
+				ints[n++] = DatumGetDateADT(elems[i]);
+				break;
+			case KL_COL_STATUS:
+				{
+					int			f = kl_status_file_index(TextDatumGetCString(elems[i]));
+
+					if (f >= 0)
+						files[f] = true;
+					break;
+				}
+			case KL_COL_TOPIC:
+				topic_found |= (strcmp(TextDatumGetCString(elems[i]), topic) == 0);
+				break;
+			case KL_COL_BATCH_ID:
+				ids = lappend(ids, TextDatumGetCString(elems[i]));
+				break;
+			default:
+				break;
+		}
+	}
+
+	switch (column)
+	{
+		case KL_COL_PARTITION:
+		case KL_COL_OFFSET:
+		case KL_COL_BUSINESS_DATE:
+			{
+				int			k = 0;
+
+				qsort(ints, n, sizeof(int64), kl_int64_cmp);
+				for (int i = 0; i < n; i++)
+				{
+					if (k == 0 || ints[k - 1] != ints[i])
+						ints[k++] = ints[i];
+				}
+				if (column == KL_COL_PARTITION)
+					kl_set_intersect(&pr->partitions, ints, k);
+				else if (column == KL_COL_OFFSET)
+					kl_set_intersect(&pr->offsets, ints, k);
+				else
+				{
+					kl_set_intersect(&pr->dates, ints, k);
+					/* quarantined records have no business date */
+					pr->bounds.files[KL_FILE_QUARANTINE] = false;
+				}
+				break;
+			}
+		case KL_COL_STATUS:
+			for (int i = 0; i < KL_NFILES; i++)
+				pr->bounds.files[i] = pr->bounds.files[i] && files[i];
+			break;
+		case KL_COL_TOPIC:
+			if (!topic_found)
+				pr->bounds.contradiction = true;
+			break;
+		case KL_COL_BATCH_ID:
+			if (pr->batch_ids_active)
+			{
+				List	   *both = NIL;
+				ListCell   *a;
+				ListCell   *b;
+
+				foreach(a, pr->batch_ids)
+				{
+					foreach(b, ids)
+					{
+						if (strcmp(lfirst(a), lfirst(b)) == 0)
+						{
+							both = lappend(both, lfirst(a));
+							break;
+						}
+					}
+				}
+				pr->batch_ids = both;
+			}
+			else
+				pr->batch_ids = ids;
+			pr->batch_ids_active = true;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * kl_prune_apply
+ *		Narrow the pruning by one clause whose value is known.
+ */
+static void
+kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid type,
+			   const char *topic)
+{
+	KlBounds   *b = &pr->bounds;
+
+	if (isnull)
+	{
+		/* a strict comparison with NULL matches nothing */
+		b->contradiction = true;
+		return;
+	}
+	if (q->is_array)
+	{
+		kl_prune_apply_array(pr, q->column, value, type, topic);
+		return;
+	}
+	switch (q->column)
+	{
+		case KL_COL_PARTITION:
+			{
+				int64		lo = b->partition_lo;
+				int64		hi = b->partition_hi;
+
+				kl_narrow_int64(&lo, &hi, q->strategy, kl_datum_to_int64(value, type));
+				if (hi < 0 || lo > PG_INT32_MAX || lo > hi)
+					b->contradiction = true;
+				else
+				{
+					b->partition_lo = (int32) Max(lo, 0);
+					b->partition_hi = (int32) Min(hi, PG_INT32_MAX);
+				}
+				break;
+			}
+		case KL_COL_OFFSET:
+			{
+				int64		lo = b->offset_lo;
+				int64		hi = b->offset_hi;
+
+				kl_narrow_int64(&lo, &hi, q->strategy, kl_datum_to_int64(value, type));
+				if (hi < 0 || lo > hi)
+					b->contradiction = true;
+				else
+				{
+					b->offset_lo = Max(lo, 0);
+					b->offset_hi = hi;
+				}
+				break;
+			}
+		case KL_COL_BUSINESS_DATE:
+			{
+				int64		lo = b->date_lo;
+				int64		hi = b->date_hi;
+				DateADT		d = DatumGetDateADT(value);
+
+				/* infinities compare like any other date */
+				kl_narrow_int64(&lo, &hi, q->strategy, d);
+				if (lo > hi)
+					b->contradiction = true;
+				else
+				{
+					b->date_lo = (DateADT) Max(lo, DATEVAL_NOBEGIN);
+					b->date_hi = (DateADT) Min(hi, DATEVAL_NOEND);
+				}
+				/* quarantined records have no business date */
+				b->files[KL_FILE_QUARANTINE] = false;
+				break;
+			}
+		case KL_COL_STATUS:
+		case KL_COL_BATCH_ID:
+		case KL_COL_TOPIC:
+			{
+				char	   *s;
+
+				if (q->strategy != BTEqualStrategyNumber)
+					return;
+				s = TextDatumGetCString(value);
+				if (q->column == KL_COL_STATUS)
+				{
+					int			f = kl_status_file_index(s);
+
+					for (int i = 0; i < KL_NFILES; i++)
+						b->files[i] = b->files[i] && (i == f);
+				}
+				else if (q->column == KL_COL_BATCH_ID)
+				{
+					if (b->batch_id && strcmp(b->batch_id, s) != 0)
+						b->contradiction = true;
+					b->batch_id = s;
+				}
+				else if (strcmp(s, topic) != 0)
+					b->contradiction = true;
+				break;
+			}
+		default:
+			break;
+	}
+}
+
+/*
+ * kl_prune_keeps_batch
+ *		After the catalog query: do the value sets keep this batch?
+ */
+static bool
+kl_prune_keeps_batch(const KlPrune *pr, const KlBatchRef *b)
+{
+	if (!kl_set_meets(&pr->partitions, b->partition, b->partition))
+		return false;
+	if (!kl_set_meets(&pr->offsets, b->first_offset, b->last_offset))
+		return false;
+	if (pr->dates.active &&
+		(!b->has_dates || !kl_set_meets(&pr->dates, b->min_date, b->max_date)))
+		return false;
+	if (pr->batch_ids_active)
+	{
+		ListCell   *cell;
+
+		foreach(cell, pr->batch_ids)
+		{
+			if (strcmp(lfirst(cell), b->batch_id) == 0)
+				return true;
+		}
+		return false;
+	}
+	return true;
+}
+
+/*
+ * kl_prune_batches
+ *		The batches of a source that the pruning keeps, under the current
+ *		snapshot; *total gets the number of batches of the source.
+ */
+static List *
+kl_prune_batches(KlSource *src, KlPrune *pr, bool want_fingerprints, int64 *total)
+{
+	List	   *batches;
+	List	   *kept = NIL;
+	ListCell   *cell;
+	KlBounds	bounds = pr->bounds;
+
+	if (pr->partitions.active && pr->partitions.n > 0)
+	{
+		int64		lo = Max(bounds.partition_lo, pr->partitions.values[0]);
+		int64		hi = Min(bounds.partition_hi, pr->partitions.values[pr->partitions.n - 1]);
+
+		if (lo > hi || hi < 0 || lo > PG_INT32_MAX)
+			bounds.contradiction = true;
+		else
+		{
+			bounds.partition_lo = (int32) lo;
+			bounds.partition_hi = (int32) hi;
+		}
+	}
+	if (pr->offsets.active && pr->offsets.n > 0)
+	{
+		bounds.offset_lo = Max(bounds.offset_lo, pr->offsets.values[0]);
+		bounds.offset_hi = Min(bounds.offset_hi, pr->offsets.values[pr->offsets.n - 1]);
+	}
+	if (pr->dates.active && pr->dates.n > 0)
+	{
+		bounds.date_lo = Max(bounds.date_lo, pr->dates.values[0]);
+		bounds.date_hi = Min(bounds.date_hi, pr->dates.values[pr->dates.n - 1]);
+	}
+	if (pr->batch_ids_active && list_length(pr->batch_ids) == 1 && bounds.batch_id == NULL)
+		bounds.batch_id = linitial(pr->batch_ids);
+	if ((pr->partitions.active && pr->partitions.n == 0) ||
+		(pr->offsets.active && pr->offsets.n == 0) ||
+		(pr->dates.active && pr->dates.n == 0) ||
+		(pr->batch_ids_active && pr->batch_ids == NIL))
+		bounds.contradiction = true;
+
+	if (kl_bounds_empty(&bounds))
+	{
+		/* nothing can match: ask only how many batches there are */
+		kl_bounds_init(&bounds);
+		bounds.partition_lo = 1;
+		bounds.partition_hi = 0;
+		(void) kl_catalog_scan_batches(src, &bounds, false, total);
+		pr->bounds.contradiction = true;
+		return NIL;
+	}
+	batches = kl_catalog_scan_batches(src, &bounds, want_fingerprints, total);
+	foreach(cell, batches)
+	{
+		KlBatchRef *b = lfirst(cell);
+
+		if (kl_prune_keeps_batch(pr, b))
+			kept = lappend(kept, b);
+	}
+	return kept;
+}
+
+/*
+ * kl_prune_fraction
+ *		The share of a batch's records that the offset and date bounds (and
+ *		sets) keep, assuming records spread evenly over its offsets and
+ *		dates.
+ */
+static double
+kl_prune_fraction(const KlPrune *pr, const KlBatchRef *b)
+{
+	double		fraction = 1.0;
+	double		span = (double) (b->last_offset - b->first_offset) + 1;
+	int64		lo = Max(pr->bounds.offset_lo, b->first_offset);
+	int64		hi = Min(pr->bounds.offset_hi, b->last_offset);
+
+	if (pr->offsets.active)
+		fraction *= Min(1.0, kl_set_count(&pr->offsets, lo, hi) / span);
+	else if (hi >= lo)
+		fraction *= ((double) (hi - lo) + 1) / span;
+	if (b->has_dates && b->max_date > b->min_date)
+	{
+		double		days = (double) (b->max_date - b->min_date) + 1;
+		int64		dlo = Max((int64) pr->bounds.date_lo, (int64) b->min_date);
+		int64		dhi = Min((int64) pr->bounds.date_hi, (int64) b->max_date);
+
+		if (pr->dates.active)
+			fraction *= Min(1.0, kl_set_count(&pr->dates, dlo, dhi) / days);
+		else if (dhi >= dlo)
+			fraction *= ((double) (dhi - dlo) + 1) / days;
+	}
+	return fraction;
+}
+
+/* ----------------------------------------------------------------
+ *		Planning
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_needed_attrs
+ *		The columns the query needs from this relation: its target list
+ *		(output and joins) and its restriction clauses.  Sets *all on a
+ *		whole-row reference.
+ */
+static List *
+kl_needed_attrs(RelOptInfo *baserel, Oid relid, bool *all, int *nfields)
+{
+	Bitmapset  *attrs = NULL;
+	List	   *result = NIL;
+	ListCell   *cell;
+	int			k = -1;
+
+	*all = false;
+	*nfields = 0;
+	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &attrs);
+	foreach(cell, baserel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, cell);
+
+		pull_varattnos((Node *) ri->clause, baserel->relid, &attrs);
+	}
+	while ((k = bms_next_member(attrs, k)) >= 0)
+	{
+		AttrNumber	attnum = k + FirstLowInvalidHeapAttributeNumber;
+
+		if (attnum == 0)
+		{
+			*all = true;
+			return NIL;
+		}
+		if (attnum < 0)
+			continue;			/* system columns are the executor's */
+		result = lappend_int(result, attnum);
+	}
+	foreach(cell, result)
+	{
+		AttrNumber	attnum = lfirst_int(cell);
+		const char *field;
+
+		if (kl_column_kind(relid, attnum, get_attname(relid, attnum, false), &field) == KL_COL_FIELD)
+			(*nfields)++;
+	}
+	return result;
 }
 
 /*
  * kafkaLakeGetForeignRelSize
  *		Estimate the rows from the catalog counts of the batches and files
- *		left after pruning by constant quals.
+ *		left after pruning by the clauses whose values are known now.
  */
 static void
 kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
@@ -518,40 +1144,58 @@ kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
 	char	   *source;
 	char	   *status;
 	KlSource   *src;
-	KlBounds	bounds;
-	List	   *consts = NIL;
+	KlPrune		prune;
+	List	   *other_quals = NIL;
 	ListCell   *cell;
 	List	   *batches;
 	double		records = 0;
-	double		selectivity;
+	double		kept = 0;
+	int64		total;
 
-	kl_foreign_table_options(foreigntableid, &source, &status);
+	src = kl_table_source(foreigntableid, &source, &status);
 	ps->source = source;
 	ps->status_file = kl_table_status_file(status);
-	ps->prune_quals = kl_extract_prune_quals(root, baserel, foreigntableid);
-	src = kl_source_lookup(source);
+	ps->prune_quals = kl_extract_prune_quals(baserel, foreigntableid);
+	ps->attrs = kl_needed_attrs(baserel, foreigntableid, &ps->all_attrs, &ps->nfields);
 
-	foreach(cell, ps->prune_quals)
+	/* prune by the clauses known now; the others count by selectivity */
+	kl_prune_init(&prune, ps->status_file);
+	foreach(cell, baserel->baserestrictinfo)
 	{
-		KlPruneQual *q = lfirst(cell);
+		RestrictInfo *ri = lfirst_node(RestrictInfo, cell);
+		KlPruneQual *applied = NULL;
+		ListCell   *qc;
 
-		consts = lappend(consts, IsA(q->value, Const) ? q->value : NULL);
+		foreach(qc, ps->prune_quals)
+		{
+			KlPruneQual *q = lfirst(qc);
+
+			if (q->rinfo == ri && IsA(q->value, Const))
+				applied = q;
+		}
+		if (applied)
+		{
+			Const	   *c = (Const *) applied->value;
+
+			kl_prune_apply(&prune, applied, c->constvalue, c->constisnull, c->consttype,
+						   src->topic);
+		}
+		else
+			other_quals = lappend(other_quals, ri);
 	}
-	kl_bounds_from_quals(&bounds, ps->status_file, ps->prune_quals, consts, src->topic);
 
-	if (kl_bounds_empty(&bounds))
-		batches = NIL;
-	else
-		batches = kl_catalog_scan_batches(src, &bounds, false, &ps->total_batches);
+	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)
 	{
 		KlBatchRef *b = lfirst(cell);
+		double		fraction = kl_prune_fraction(&prune, b);
 
 		for (int i = 0; i < KL_NFILES; i++)
 		{
-			if (bounds.files[i])
+			if (prune.bounds.files[i])
 			{
 				records += b->counts[i];
+				kept += b->counts[i] * fraction;
 				ps->bytes += b->files[i].bytes;
 			}
 		}
@@ -559,14 +1203,9 @@ kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
 	ps->nbatches = list_length(batches);
 	ps->rows = records;
 
-	/*
-	 * Pruning already removed whole batches; the remaining quals filter rows
-	 * within them.  Apply the ordinary selectivity of all quals, but never
-	 * estimate fewer rows than one per batch-wide equality would leave.
-	 */
-	selectivity = clauselist_selectivity(root, baserel->baserestrictinfo, 0, JOIN_INNER, NULL);
-	baserel->rows = clamp_row_est(records * (ps->prune_quals != NIL ? Max(selectivity, 0.01) : selectivity));
 	baserel->tuples = records;
+	baserel->rows = clamp_row_est(kept * clauselist_selectivity(root, other_quals, 0,
+																 JOIN_INNER, NULL));
 	baserel->fdw_private = ps;
 }
 
@@ -578,12 +1217,17 @@ static void
 kafkaLakeGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	KlPlanState *ps = baserel->fdw_private;
-	Cost		startup_cost = 10.0 + ps->nbatches * 0.5;
+	Cost		startup_cost;
 	Cost		run_cost;
+	double		per_line;
 
-	/* reading and checking the bytes, then parsing each record */
-	run_cost = seq_page_cost * (ps->bytes / BLCKSZ) +
-		(cpu_tuple_cost + 4 * cpu_operator_cost) * ps->rows;
+	/* the catalog query, then reading and checking the first file */
+	startup_cost = 10.0 + ps->nbatches * 0.01;
+	/* reading and checking the bytes, then parsing what each line needs */
+	per_line = cpu_tuple_cost + cpu_operator_cost * (1 + ps->nfields);
+	if (ps->all_attrs)
+		per_line += cpu_operator_cost * 20;
+	run_cost = seq_page_cost * (ps->bytes / BLCKSZ) + per_line * ps->rows;
 	run_cost += baserel->baserestrictcost.per_tuple * ps->rows;
 
 	add_path(baserel, (Path *)
@@ -594,8 +1238,9 @@ kafkaLakeGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntabl
 
 /*
  * kafkaLakeGetForeignPlan
- *		The plan keeps every qual as a filter; the pruning quals' values
- *		go into fdw_exprs so that parameters are evaluated at execution.
+ *		The plan keeps every clause as a filter; the pruning clauses'
+ *		values go into fdw_exprs so that the executor computes them (and
+ *		parameters) at the start of the scan.
  */
 static ForeignScan *
 kafkaLakeGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
@@ -605,7 +1250,9 @@ kafkaLakeGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntable
 	KlPlanState *ps = baserel->fdw_private;
 	List	   *columns = NIL;
 	List	   *strategies = NIL;
+	List	   *is_array = NIL;
 	List	   *values = NIL;
+	List	   *priv;
 	ListCell   *cell;
 
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
@@ -615,19 +1262,37 @@ kafkaLakeGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntable
 
 		columns = lappend_int(columns, q->column);
 		strategies = lappend_int(strategies, q->strategy);
+		is_array = lappend_int(is_array, q->is_array ? 1 : 0);
 		values = lappend(values, q->value);
 	}
-	return make_foreignscan(tlist, scan_clauses, baserel->relid, values,
-							list_make5(makeString(ps->source),
-									   makeInteger(ps->status_file),
-									   columns, strategies,
-									   makeFloat(psprintf("%.0f", ps->bytes))),
+	priv = list_make5(makeString(ps->source), makeInteger(ps->status_file),
+					  columns, strategies, is_array);
+	priv = lappend(priv, ps->attrs);
+	priv = lappend(priv, makeInteger(ps->all_attrs ? 1 : 0));
+	return make_foreignscan(tlist, scan_clauses, baserel->relid, values, priv,
 							NIL, NIL, outer_plan);
+}
+
+/* ----------------------------------------------------------------
+ *		Execution
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_value_excerpt
+ *		At most 100 bytes of a JSON value, for an error context.
+ */
+static char *
+kl_value_excerpt(const KlJsonValue *v)
+{
+	if (v->len <= 100)
+		return pnstrdup(v->start, v->len);
+	return psprintf("%s...", pnstrdup(v->start, 100));
 }
 
 /*
  * kl_scan_error_callback
- *		Error context of a scan: the file context plus the column.
+ *		Error context of a scan: batch, file, line, and the column.
  */
 static void
 kl_scan_error_callback(void *arg)
@@ -636,33 +1301,40 @@ kl_scan_error_callback(void *arg)
 
 	if (st->file_open && st->reader.lineno > 0)
 	{
-		if (st->current_column)
+		if (st->current_attr && st->current_value)
+			errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld, column %s: %s",
+					   st->src->source, st->batch->batch_id, kl_file_names[st->file],
+					   (long long) st->reader.lineno, st->current_attr->name,
+					   kl_value_excerpt(st->current_value));
+		else if (st->current_attr)
 			errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld, column %s",
 					   st->src->source, st->batch->batch_id, kl_file_names[st->file],
-					   (long long) st->reader.lineno, st->current_column);
+					   (long long) st->reader.lineno, st->current_attr->name);
 		else
 			errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld",
 					   st->src->source, st->batch->batch_id, kl_file_names[st->file],
 					   (long long) st->reader.lineno);
 	}
+	else if (st->batch && st->file >= 0)
+		errcontext("kafka_lake source \"%s\", batch %s, file %s",
+				   st->src->source, st->batch->batch_id, kl_file_names[st->file]);
 	else if (st->batch)
 		errcontext("kafka_lake source \"%s\", batch %s", st->src->source, st->batch->batch_id);
 }
 
 /*
  * kl_scan_setup_attrs
- *		Decide how to produce each needed attribute.
+ *		Decide how to produce each needed attribute (all of them when all).
  */
 static void
-kl_scan_setup_attrs(KlScanState *st, Relation rel, Bitmapset *needed)
+kl_scan_setup_attrs(KlScanState *st, Relation rel, List *needed, bool all)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	const char **field_names = palloc(sizeof(char *) * (desc->natts + 2));
+	Oid			relid = RelationGetRelid(rel);
+	const char **field_names = palloc(sizeof(char *) * (desc->natts + 1));
 	int			nfields = 0;
-	int			event_id_field = -1;
-	int			date_field = -1;
 
-	st->attrs = palloc0(sizeof(KlAttr) * desc->natts);
+	st->attrs = palloc0(sizeof(KlAttr) * Max(desc->natts, 1));
 	st->nattrs = 0;
 	st->want = 0;
 	for (int i = 0; i < desc->natts; i++)
@@ -673,12 +1345,12 @@ kl_scan_setup_attrs(KlScanState *st, Relation rel, Bitmapset *needed)
 
 		if (att->attisdropped)
 			continue;
-		if (needed != NULL && !bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber, needed))
+		if (!all && !list_member_int(needed, att->attnum))
 			continue;
 		a = &st->attrs[st->nattrs++];
 		a->attnum = att->attnum;
 		a->name = pstrdup(NameStr(att->attname));
-		a->kind = kl_column_kind(a->name);
+		a->kind = kl_column_kind(relid, att->attnum, a->name, &a->field_name);
 		a->typid = att->atttypid;
 		a->typmod = att->atttypmod;
 		getTypeInputInfo(att->atttypid, &infunc, &a->typioparam);
@@ -688,11 +1360,7 @@ kl_scan_setup_attrs(KlScanState *st, Relation rel, Bitmapset *needed)
 		{
 			case KL_COL_KEY:
 			case KL_COL_OFFSET:
-			case KL_COL_PARTITION:
 			case KL_COL_TIMESTAMP_MS:
-			case KL_COL_TOPIC:
-				st->want |= KL_WANT_KAFKA;
-				break;
 			case KL_COL_FINGERPRINT:
 				st->want |= KL_WANT_KAFKA;
 				break;
@@ -704,38 +1372,95 @@ kl_scan_setup_attrs(KlScanState *st, Relation rel, Bitmapset *needed)
 				st->want |= KL_WANT_QUARANTINE;
 				break;
 			case KL_COL_EVENT_ID:
-				if (event_id_field < 0)
-				{
-					event_id_field = nfields;
-					field_names[nfields++] = "event_id";
-				}
-				a->field = event_id_field;
-				break;
 			case KL_COL_BUSINESS_DATE:
-				if (date_field < 0)
-				{
-					date_field = nfields;
-					field_names[nfields++] = "business_date";
-				}
-				a->field = date_field;
-				break;
 			case KL_COL_FIELD:
-				a->field = nfields;
-				field_names[nfields++] = kl_column_field_name(RelationGetRelid(rel), att->attnum,
-															  a->name);
+				/* one lookup per distinct field name */
+				a->field = -1;
+				for (int f = 0; f < nfields; f++)
+				{
+					if (strcmp(field_names[f], a->field_name) == 0)
+						a->field = f;
+				}
+				if (a->field < 0)
+				{
+					a->field = nfields;
+					field_names[nfields++] = a->field_name;
+				}
 				break;
 			default:
 				break;
 		}
 	}
-	/* demoted coordinates are found by offset */
-	st->want |= KL_WANT_KAFKA;
 	kl_line_set_fields(&st->line, nfields, field_names);
 }
 
 /*
+ * kl_scan_begin
+ *		Set up a scan (or an ANALYZE) in the current memory context.
+ */
+static void
+kl_scan_begin(KlScanState *st, Relation rel, const char *source, List *needed, bool all)
+{
+	st->src = kl_source_lookup(source);
+	st->file = -1;
+	st->scan_cxt = CurrentMemoryContext;
+	st->topic_datum = CStringGetTextDatum(st->src->topic);
+	for (int i = 0; i < KL_NFILES; i++)
+		st->status_datums[i] = CStringGetTextDatum(kl_status_names[i]);
+	kl_scan_setup_attrs(st, rel, needed, all);
+}
+
+/*
+ * kl_scan_reads_file
+ *		Does the scan read this file of this batch?  An accepted file is
+ *		also read for its demoted lines, which are duplicates to readers.
+ */
+static bool
+kl_scan_reads_file(const KlScanState *st, const KlBatchRef *b, int file)
+{
+	const bool *files = st->prune.bounds.files;
+
+	if (b->files[file].lines == 0)
+		return false;
+	return files[file] ||
+		(file == KL_FILE_ACCEPTED && files[KL_FILE_DUPLICATES] && b->demoted_statuses != NULL);
+}
+
+/*
+ * kl_scan_read_batches
+ *		Read the batch list under the current snapshot; count what EXPLAIN
+ *		shows.
+ */
+static void
+kl_scan_read_batches(KlScanState *st)
+{
+	bool		want_fp = false;
+	ListCell   *cell;
+
+	for (int i = 0; i < st->nattrs; i++)
+		want_fp |= (st->attrs[i].kind == KL_COL_FINGERPRINT);
+	st->batches = kl_prune_batches(st->src, &st->prune, want_fp, &st->total_batches);
+	st->next_batch = list_head(st->batches);
+	st->batch_id_datums = palloc0(sizeof(Datum) * Max(list_length(st->batches), 1));
+	foreach(cell, st->batches)
+	{
+		KlBatchRef *b = lfirst(cell);
+
+		for (int i = 0; i < KL_NFILES; i++)
+		{
+			if (kl_scan_reads_file(st, b, i))
+			{
+				st->files_planned++;
+				st->bytes_planned += b->files[i].bytes;
+			}
+		}
+	}
+	st->files_pruned = st->total_batches * KL_NFILES - st->files_planned;
+}
+
+/*
  * kafkaLakeBeginForeignScan
- *		Evaluate the pruning values, read the batch list under the
+ *		Compute the pruning values, read the batch list under the
  *		statement's snapshot.
  */
 static void
@@ -745,75 +1470,51 @@ kafkaLakeBeginForeignScan(ForeignScanState *node, int eflags)
 	EState	   *estate = node->ss.ps.state;
 	List	   *priv = plan->fdw_private;
 	KlScanState *st = palloc0(sizeof(KlScanState));
-	List	   *columns = lthird(priv);
-	List	   *strategies = lfourth(priv);
-	List	   *quals = NIL;
-	List	   *values = NIL;
-	ListCell   *vc;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	ListCell   *cc;
 	ListCell   *sc;
-	Bitmapset  *needed = NULL;
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	Relation	rel = node->ss.ss_currentRelation;
+	ListCell   *ac;
+	ListCell   *vc;
+	MemoryContext old;
 
 	node->fdw_state = st;
-	st->explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
-	st->src = kl_source_lookup(strVal(linitial(priv)));
-	st->file = -1;
-	st->bytes_planned = (int64) strtod(strVal(list_nth(priv, 4)), NULL);
-	st->file_cxt = AllocSetContextCreate(estate->es_query_cxt, "kafka_lake file",
-										 ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(AllocSetContextCreate(estate->es_query_cxt, "kafka_lake scan",
+													  ALLOCSET_DEFAULT_SIZES));
+	kl_scan_begin(st, node->ss.ss_currentRelation,
+				  strVal(list_nth(priv, KL_PRIV_SOURCE)),
+				  (List *) list_nth(priv, KL_PRIV_ATTRS),
+				  intVal(list_nth(priv, KL_PRIV_ALL_ATTRS)) != 0);
+	kl_prune_init(&st->prune, intVal(list_nth(priv, KL_PRIV_STATUS_FILE)));
 
 	/* the pruning values, now that parameters are known */
-	forthree(cc, columns, sc, strategies, vc, plan->fdw_exprs)
+	forfour(cc, (List *) list_nth(priv, KL_PRIV_COLUMNS),
+			sc, (List *) list_nth(priv, KL_PRIV_STRATEGIES),
+			ac, (List *) list_nth(priv, KL_PRIV_IS_ARRAY),
+			vc, plan->fdw_exprs)
 	{
-		KlPruneQual *q = palloc(sizeof(KlPruneQual));
-		ExprState  *es = ExecInitExpr((Expr *) lfirst(vc), &node->ss.ps);
+		KlPruneQual q;
+		Expr	   *expr = (Expr *) lfirst(vc);
 		bool		isnull;
-		Datum		d = ExecEvalExpr(es, econtext, &isnull);
+		Datum		d;
 
-		q->column = lfirst_int(cc);
-		q->strategy = lfirst_int(sc);
-		q->value = NULL;
-		quals = lappend(quals, q);
-		{
-			Oid			type = exprType(lfirst(vc));
-			int16		typlen;
-			bool		typbyval;
-
-			get_typlenbyval(type, &typlen, &typbyval);
-			values = lappend(values, makeConst(type, -1, InvalidOid, typlen,
-											   d, isnull, typbyval));
-		}
+		if ((eflags & EXEC_FLAG_EXPLAIN_GENERIC) && !IsA(expr, Const))
+			continue;			/* no values to prune by */
+		d = ExecEvalExpr(ExecInitExpr(expr, &node->ss.ps), econtext, &isnull);
+		q.column = lfirst_int(cc);
+		q.strategy = lfirst_int(sc);
+		q.is_array = lfirst_int(ac) != 0;
+		q.value = expr;
+		q.rinfo = NULL;
+		kl_prune_apply(&st->prune, &q, d, isnull, exprType((Node *) expr), st->src->topic);
 	}
-	kl_bounds_from_quals(&st->bounds, intVal(lsecond(priv)), quals, values, st->src->topic);
-
-	/* the attributes the plan needs: its target list and its filters */
-	pull_varattnos((Node *) plan->scan.plan.targetlist, plan->scan.scanrelid, &needed);
-	pull_varattnos((Node *) plan->scan.plan.qual, plan->scan.scanrelid, &needed);
-	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, needed))
-		needed = NULL;			/* whole-row reference: everything */
-	kl_scan_setup_attrs(st, rel, needed);
-
-	if (kl_bounds_empty(&st->bounds))
-	{
-		st->batches = NIL;
-		st->total_batches = -1;
-	}
-	else
-	{
-		bool		want_fp = false;
-
-		for (int i = 0; i < st->nattrs; i++)
-			want_fp |= (st->attrs[i].kind == KL_COL_FINGERPRINT);
-		st->batches = kl_catalog_scan_batches(st->src, &st->bounds, want_fp, &st->total_batches);
-	}
-	st->next_batch = list_head(st->batches);
+	kl_scan_read_batches(st);
+	MemoryContextSwitchTo(old);
 }
 
 /*
  * kl_next_file
- *		Open the next file that can hold rows; false at the end.
+ *		Open (read and check) the next file that can hold rows; false at the
+ *		end.
  */
 static bool
 kl_next_file(KlScanState *st)
@@ -824,40 +1525,48 @@ kl_next_file(KlScanState *st)
 		{
 			kl_reader_close(&st->reader);
 			st->file_open = false;
-			MemoryContextReset(st->file_cxt);
 		}
 		if (st->batch == NULL || st->file + 1 >= KL_NFILES)
 		{
 			if (st->next_batch == NULL)
+			{
+				st->batch = NULL;
 				return false;
+			}
 			st->batch = lfirst(st->next_batch);
+			st->batch_index = list_cell_number(st->batches, st->next_batch);
 			st->next_batch = lnext(st->batches, st->next_batch);
 			st->file = -1;
 		}
 		st->file++;
-		if (!st->bounds.files[st->file] || st->batch->files[st->file].lines == 0)
-		{
-			st->files_pruned++;
+		if (!kl_scan_reads_file(st, st->batch, st->file))
 			continue;
-		}
 		{
-			MemoryContext old = MemoryContextSwitchTo(st->file_cxt);
+			MemoryContext old = MemoryContextSwitchTo(st->scan_cxt);
 
-			kl_reader_open(&st->reader, st->src, st->batch, st->file);
+			kl_reader_open_buffer(&st->reader, st->src, st->batch, st->file,
+								  &st->buffer, &st->buffer_size);
+			if (st->batch_id_datums[st->batch_index] == (Datum) 0)
+				st->batch_id_datums[st->batch_index] = CStringGetTextDatum(st->batch->batch_id);
 			MemoryContextSwitchTo(old);
 		}
+		st->check_demoted = (st->batch->demoted_statuses != NULL &&
+							 st->file == KL_FILE_ACCEPTED);
+		st->file_want = st->want | (st->check_demoted ? KL_WANT_KAFKA : 0);
+		st->row_status = st->file;
 		st->file_open = true;
-		st->files_read++;
+		st->files_checked++;
 		return true;
 	}
 }
 
 /*
- * kl_text_datum
- *		A text datum from a JSON value: decoded string, or the literal.
+ * kl_json_text_datum
+ *		A text datum from a JSON value: the decoded string, or the JSON text
+ *		of any other value.
  */
 static Datum
-kl_text_datum(const KlJsonValue *v)
+kl_json_text_datum(const KlJsonValue *v)
 {
 	if (v->type == KL_JSON_STRING)
 	{
@@ -876,11 +1585,11 @@ kl_text_datum(const KlJsonValue *v)
 }
 
 /*
- * kl_value_cstring
+ * kl_json_cstring
  *		A JSON value as the text an input function reads.
  */
 static char *
-kl_value_cstring(const KlJsonValue *v)
+kl_json_cstring(const KlJsonValue *v)
 {
 	if (v->type == KL_JSON_STRING)
 	{
@@ -894,11 +1603,133 @@ kl_value_cstring(const KlJsonValue *v)
 }
 
 /*
- * kl_field_datum
- *		An event field (or any JSON value) as a datum of the column's type.
+ * kl_digits
+ *		Value of n decimal digits, or -1.
+ */
+static inline int
+kl_digits(const char *p, int n)
+{
+	int			v = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	return v;
+}
+
+/*
+ * kl_fast_timestamptz
+ *		YYYY-MM-DDThh:mm:ss[.ffffff](Z|+hh:mm|-hh:mm), the form land() keeps,
+ *		computed exactly as timestamptz_in would (tm2timestamp with an
+ *		explicit zone).  false for anything else, which then goes through
+ *		timestamptz_in itself.
+ */
+static bool
+kl_fast_timestamptz(const char *s, int len, TimestampTz *result)
+{
+	const char *p = s + 19;
+	const char *end = s + len;
+	struct pg_tm tm;
+	fsec_t		fsec = 0;
+	int			tz;
+
+	if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') ||
+		s[13] != ':' || s[16] != ':')
+		return false;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = kl_digits(s, 4);
+	tm.tm_mon = kl_digits(s + 5, 2);
+	tm.tm_mday = kl_digits(s + 8, 2);
+	tm.tm_hour = kl_digits(s + 11, 2);
+	tm.tm_min = kl_digits(s + 14, 2);
+	tm.tm_sec = kl_digits(s + 17, 2);
+	if (tm.tm_year < 1 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+		tm.tm_mday > day_tab[isleap(tm.tm_year)][tm.tm_mon - 1] ||
+		tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 ||
+		tm.tm_sec < 0 || tm.tm_sec > 59)
+		return false;
+	if (*p == '.')
+	{
+		int			ndigits = 0;
+
+		p++;
+		while (p < end && *p >= '0' && *p <= '9' && ndigits < 6)
+		{
+			fsec = fsec * 10 + (*p - '0');
+			ndigits++;
+			p++;
+		}
+		if (ndigits == 0 || (p < end && *p >= '0' && *p <= '9'))
+			return false;		/* more than 6 digits: timestamptz_in rounds */
+		for (; ndigits < 6; ndigits++)
+			fsec *= 10;
+	}
+	if (p >= end)
+		return false;			/* no zone: the session's TimeZone decides */
+	if (*p == 'Z' && p + 1 == end)
+		tz = 0;
+	else if ((*p == '+' || *p == '-') && end - p == 6 && p[3] == ':')
+	{
+		int			hh = kl_digits(p + 1, 2);
+		int			mm = kl_digits(p + 4, 2);
+
+		if (hh < 0 || hh > 14 || mm < 0 || mm > 59)
+			return false;
+		tz = (hh * SECS_PER_HOUR + mm * SECS_PER_MINUTE) * (*p == '+' ? -1 : 1);
+	}
+	else
+		return false;
+	return tm2timestamp(&tm, fsec, &tz, result) == 0;
+}
+
+/*
+ * kl_input_function_call
+ *		The column type's input function; a data error it raises gets a
+ *		hint about the column's declaration (the error context names the
+ *		column, batch, file and line).
  */
 static Datum
-kl_field_datum(KlAttr *a, const KlJsonValue *v, bool *isnull)
+kl_input_function_call(KlScanState *st, KlAttr *a, char *text)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile Datum result = (Datum) 0;
+
+	PG_TRY();
+	{
+		result = InputFunctionCall(&a->infunc, text, a->typioparam, a->typmod);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION ||
+			edata->hint != NULL)
+			PG_RE_THROW();
+		FlushErrorState();
+		if (a->kind == KL_COL_FIELD)
+			edata->hint = psprintf("Column \"%s\" reads event field \"%s\" as type %s; declare it with a type that can hold the field's values (text reads any), or name another field with the column option \"field\".",
+								   a->name, a->field_name, format_type_be(a->typid));
+		else
+			edata->hint = psprintf("Column \"%s\" of a kafka_lake foreign table is best declared with the type of SPEC section 5, not %s.",
+								   a->name, format_type_be(a->typid));
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * kl_field_datum
+ *		A JSON value (an event field, a key, ...) as a datum of the column's
+ *		type.
+ */
+static Datum
+kl_field_datum(KlScanState *st, KlAttr *a, const KlJsonValue *v, bool *isnull)
 {
 	*isnull = false;
 	if (v->type == KL_JSON_NULL)
@@ -908,6 +1739,7 @@ kl_field_datum(KlAttr *a, const KlJsonValue *v, bool *isnull)
 	}
 	switch (a->typid)
 	{
+		case INT2OID:
 		case INT4OID:
 		case INT8OID:
 			if (v->type == KL_JSON_NUMBER && v->is_integer)
@@ -918,13 +1750,19 @@ kl_field_datum(KlAttr *a, const KlJsonValue *v, bool *isnull)
 				{
 					if (a->typid == INT8OID)
 						return Int64GetDatum(n);
-					if (n >= PG_INT32_MIN && n <= PG_INT32_MAX)
+					if (a->typid == INT4OID && n >= PG_INT32_MIN && n <= PG_INT32_MAX)
 						return Int32GetDatum((int32) n);
+					if (a->typid == INT2OID && n >= PG_INT16_MIN && n <= PG_INT16_MAX)
+						return Int16GetDatum((int16) n);
 				}
 			}
 			break;
+		case BOOLOID:
+			if (v->type == KL_JSON_TRUE || v->type == KL_JSON_FALSE)
+				return BoolGetDatum(v->type == KL_JSON_TRUE);
+			break;
 		case TEXTOID:
-			return kl_text_datum(v);
+			return kl_json_text_datum(v);
 		case DATEOID:
 			if (v->type == KL_JSON_STRING && !v->has_escapes)
 			{
@@ -934,53 +1772,81 @@ kl_field_datum(KlAttr *a, const KlJsonValue *v, bool *isnull)
 					return DateADTGetDatum(d);
 			}
 			break;
+		case TIMESTAMPTZOID:
+			if (v->type == KL_JSON_STRING && !v->has_escapes && a->typmod < 0)
+			{
+				TimestampTz ts;
+
+				if (kl_fast_timestamptz(v->start + 1, v->len - 2, &ts))
+					return TimestampTzGetDatum(ts);
+			}
+			break;
 	}
-	return InputFunctionCall(&a->infunc, kl_value_cstring(v), a->typioparam, a->typmod);
+	st->current_value = v;
+	return kl_input_function_call(st, a, kl_json_cstring(v));
+}
+
+/*
+ * kl_text_column
+ *		A value we hold as C text, as a datum of the column's type.
+ */
+static Datum
+kl_text_column(KlScanState *st, KlAttr *a, Datum text_datum, const char *text)
+{
+	if (a->typid == TEXTOID)
+		return text_datum ? text_datum : CStringGetTextDatum(text);
+	return kl_input_function_call(st, a, pstrdup(text));
 }
 
 /*
  * kl_fill_row
- *		Build the row of the current line into the slot.
+ *		Build the row of the current line into values/nulls (every column
+ *		the query does not need is NULL).
  */
 static void
-kl_fill_row(KlScanState *st, TupleTableSlot *slot)
+kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 {
-	Datum	   *values = slot->tts_values;
-	bool	   *nulls = slot->tts_isnull;
 	KlLine	   *line = &st->line;
 
-	memset(nulls, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	memset(nulls, true, sizeof(bool) * natts);
 	for (int i = 0; i < st->nattrs; i++)
 	{
 		KlAttr	   *a = &st->attrs[i];
 		int			col = a->attnum - 1;
 		bool		isnull = false;
 		Datum		d = (Datum) 0;
-		char	   *text = NULL;
+		char		buf[32];
 
-		st->current_column = a->name;
+		st->current_attr = a;
+		st->current_value = NULL;
 		switch (a->kind)
 		{
 			case KL_COL_TOPIC:
-				text = st->src->topic;
+				d = kl_text_column(st, a, st->topic_datum, st->src->topic);
 				break;
 			case KL_COL_PARTITION:
 				if (a->typid == INT4OID)
 					d = Int32GetDatum(st->batch->partition);
 				else
-					text = psprintf("%d", st->batch->partition);
+				{
+					snprintf(buf, sizeof(buf), "%d", st->batch->partition);
+					d = kl_text_column(st, a, (Datum) 0, buf);
+				}
 				break;
 			case KL_COL_OFFSET:
 				if (a->typid == INT8OID)
 					d = Int64GetDatum(line->offset);
 				else
-					text = psprintf("%lld", (long long) line->offset);
+				{
+					snprintf(buf, sizeof(buf), "%lld", (long long) line->offset);
+					d = kl_text_column(st, a, (Datum) 0, buf);
+				}
 				break;
 			case KL_COL_KEY:
 				if (line->key.type == KL_JSON_STRING)
-					d = kl_field_datum(a, &line->key, &isnull);
+					d = kl_field_datum(st, a, &line->key, &isnull);
 				else if (line->key_base64.type == KL_JSON_STRING)
-					d = kl_field_datum(a, &line->key_base64, &isnull);
+					d = kl_field_datum(st, a, &line->key_base64, &isnull);
 				else
 					isnull = true;
 				break;
@@ -990,7 +1856,10 @@ kl_fill_row(KlScanState *st, TupleTableSlot *slot)
 				else if (a->typid == INT8OID)
 					d = Int64GetDatum(line->timestamp_ms);
 				else
-					text = psprintf("%lld", (long long) line->timestamp_ms);
+				{
+					snprintf(buf, sizeof(buf), "%lld", (long long) line->timestamp_ms);
+					d = kl_text_column(st, a, (Datum) 0, buf);
+				}
 				break;
 			case KL_COL_FINGERPRINT:
 				{
@@ -1003,62 +1872,90 @@ kl_fill_row(KlScanState *st, TupleTableSlot *slot)
 						char		hex[KL_SHA256_HEX_LEN + 1];
 
 						kl_hex(st->batch->fingerprints + idx * KL_SHA256_LEN, KL_SHA256_LEN, hex);
-						text = pstrdup(hex);
+						d = kl_text_column(st, a, (Datum) 0, hex);
 					}
 					break;
 				}
 			case KL_COL_STATUS:
-				text = (char *) kl_status_names[st->file];
+				d = kl_text_column(st, a, st->status_datums[st->row_status],
+								   kl_status_names[st->row_status]);
 				break;
 			case KL_COL_EVENT_ID:
 			case KL_COL_BUSINESS_DATE:
 			case KL_COL_FIELD:
-				d = kl_field_datum(a, &line->fields[a->field], &isnull);
+				d = kl_field_datum(st, a, &line->fields[a->field], &isnull);
 				break;
 			case KL_COL_EVENT:
-				d = kl_field_datum(a, &line->event, &isnull);
+				d = kl_field_datum(st, a, &line->event, &isnull);
 				break;
 			case KL_COL_RAW_VALUE:
 				if (line->raw_value.type == KL_JSON_STRING)
-					d = kl_field_datum(a, &line->raw_value, &isnull);
+					d = kl_field_datum(st, a, &line->raw_value, &isnull);
 				else if (line->raw_value_base64.type == KL_JSON_STRING)
-					d = kl_field_datum(a, &line->raw_value_base64, &isnull);
+					d = kl_field_datum(st, a, &line->raw_value_base64, &isnull);
 				else
 					isnull = true;
 				break;
 			case KL_COL_VALIDATION_ERROR:
-				d = kl_field_datum(a, &line->validation_error, &isnull);
+				d = kl_field_datum(st, a, &line->validation_error, &isnull);
 				break;
 			case KL_COL_BATCH_ID:
-				text = st->batch->batch_id;
+				d = kl_text_column(st, a, st->batch_id_datums[st->batch_index], st->batch->batch_id);
 				break;
-		}
-		if (text != NULL)
-		{
-			if (a->typid == TEXTOID)
-				d = CStringGetTextDatum(text);
-			else
-				d = InputFunctionCall(&a->infunc, text, a->typioparam, a->typmod);
 		}
 		values[col] = d;
 		nulls[col] = isnull;
 	}
-	st->current_column = NULL;
+	st->current_attr = NULL;
+	st->current_value = NULL;
 }
 
 /*
  * kl_line_demoted
- *		Is this accepted line's coordinate one that recover() demoted?
+ *		Is this accepted line's coordinate one that recover() demoted (an
+ *		event_id accepted first elsewhere)?  It reads as a duplicate.
  */
-static bool
+static inline bool
 kl_line_demoted(KlScanState *st)
 {
-	int			idx;
+	int			idx = kl_batch_coordinate_index(st->batch, st->line.offset);
 
-	if (st->batch->demoted_statuses == NULL || st->file != KL_FILE_ACCEPTED)
-		return false;
-	idx = kl_batch_coordinate_index(st->batch, st->line.offset);
 	return idx >= 0 && st->batch->demoted_statuses[idx] == KL_STATUS_DEMOTED;
+}
+
+/*
+ * kl_scan_next_line
+ *		Advance to the next line that is a row: *text and *len get it, and
+ *		when parse, st->line gets what the columns need.  In an accepted
+ *		file with demoted coordinates, each line's status is decided by its
+ *		offset (st->row_status), and lines of a status the scan does not
+ *		read are skipped.  false at the end.
+ */
+static inline bool
+kl_scan_next_line(KlScanState *st, bool parse, const char **text, size_t *len)
+{
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!st->file_open || !kl_reader_next(&st->reader, text, len))
+		{
+			if (!kl_next_file(st))
+				return false;
+			continue;
+		}
+		st->lines_read++;
+		if (parse)
+			kl_line_parse(&st->line, *text, *len, st->file_want);
+		else if (st->check_demoted)
+			kl_line_parse(&st->line, *text, *len, KL_WANT_KAFKA);
+		if (st->check_demoted)
+		{
+			st->row_status = kl_line_demoted(st) ? KL_FILE_DUPLICATES : KL_FILE_ACCEPTED;
+			if (!st->prune.bounds.files[st->row_status])
+				continue;
+		}
+		return true;
+	}
 }
 
 /*
@@ -1080,22 +1977,11 @@ kafkaLakeIterateForeignScan(ForeignScanState *node)
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
-	for (;;)
+	if (kl_scan_next_line(st, true, &text, &len))
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (!st->file_open || !kl_reader_next(&st->reader, &text, &len))
-		{
-			if (!kl_next_file(st))
-				break;
-			continue;
-		}
-		st->lines_read++;
-		kl_line_parse(&st->line, text, len, st->want);
-		if (kl_line_demoted(st))
-			continue;
-		kl_fill_row(st, slot);
+		kl_fill_row(st, slot->tts_values, slot->tts_isnull,
+					slot->tts_tupleDescriptor->natts);
 		ExecStoreVirtualTuple(slot);
-		break;
 	}
 
 	error_context_stack = errcallback.previous;
@@ -1104,7 +1990,8 @@ kafkaLakeIterateForeignScan(ForeignScanState *node)
 
 /*
  * kafkaLakeReScanForeignScan
- *		Start again from the first batch.
+ *		Start again from the first batch.  The pruning values are fixed for
+ *		the scan, and so is the batch list (the statement's snapshot).
  */
 static void
 kafkaLakeReScanForeignScan(ForeignScanState *node)
@@ -1116,7 +2003,6 @@ kafkaLakeReScanForeignScan(ForeignScanState *node)
 		kl_reader_close(&st->reader);
 		st->file_open = false;
 	}
-	MemoryContextReset(st->file_cxt);
 	st->batch = NULL;
 	st->file = -1;
 	st->next_batch = list_head(st->batches);
@@ -1124,7 +2010,7 @@ kafkaLakeReScanForeignScan(ForeignScanState *node)
 
 /*
  * kafkaLakeEndForeignScan
- *		Release the current file.
+ *		Release the current file and the buffer.
  */
 static void
 kafkaLakeEndForeignScan(ForeignScanState *node)
@@ -1136,11 +2022,17 @@ kafkaLakeEndForeignScan(ForeignScanState *node)
 	if (st->file_open)
 		kl_reader_close(&st->reader);
 	st->file_open = false;
+	if (st->buffer)
+		pfree(st->buffer);
+	st->buffer = NULL;
+	st->buffer_size = 0;
 }
 
 /*
  * kafkaLakeExplainForeignScan
- *		Source, statuses, batches and files read and pruned, bytes.
+ *		Source, statuses, batches and files read and pruned, bytes; with
+ *		VERBOSE the event fields parsed; with ANALYZE files checked and
+ *		lines read.
  */
 static void
 kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
@@ -1148,57 +2040,59 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	KlScanState *st = node->fdw_state;
 	StringInfoData statuses;
 	int64		nbatches = list_length(st->batches);
-	int64		pruned = st->total_batches >= 0 ? st->total_batches - nbatches : 0;
-	int64		files = 0;
-	int64		bytes = 0;
-	ListCell   *cell;
+	int64		pruned = st->total_batches - nbatches;
 
 	initStringInfo(&statuses);
 	for (int i = 0; i < KL_NFILES; i++)
 	{
-		if (st->bounds.files[i])
+		if (st->prune.bounds.files[i] && !st->prune.bounds.contradiction)
 			appendStringInfo(&statuses, "%s%s", statuses.len ? ", " : "", kl_status_names[i]);
 	}
-	foreach(cell, st->batches)
-	{
-		KlBatchRef *b = lfirst(cell);
 
-		for (int i = 0; i < KL_NFILES; i++)
-		{
-			if (st->bounds.files[i] && b->files[i].lines > 0)
-			{
-				files++;
-				bytes += b->files[i].bytes;
-			}
-		}
-	}
-
-	ExplainPropertyText("Kafka Lake Source", psprintf("%s (topic %s)", st->src->source, st->src->topic), es);
+	ExplainPropertyText("Kafka Lake Source",
+						psprintf("%s (topic %s)", st->src->source, st->src->topic), es);
 	ExplainPropertyText("Statuses", statuses.len ? statuses.data : "none", es);
+	if (es->verbose)
+	{
+		List	   *fields = NIL;
+
+		for (int i = 0; i < st->line.nfields; i++)
+			fields = lappend(fields, (char *) st->line.field_names[i]);
+		ExplainPropertyList("Event Fields", fields, es);
+	}
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		ExplainPropertyText("Batches", psprintf("%lld read, %lld pruned",
 												(long long) nbatches, (long long) pruned), es);
 		ExplainPropertyText("Files", psprintf("%lld read, %lld pruned",
-											  (long long) files,
-											  (long long) (nbatches * KL_NFILES - files + pruned * KL_NFILES)), es);
+											  (long long) st->files_planned,
+											  (long long) st->files_pruned), es);
 	}
 	else
 	{
 		ExplainPropertyInteger("Batches Read", NULL, nbatches, es);
 		ExplainPropertyInteger("Batches Pruned", NULL, pruned, es);
-		ExplainPropertyInteger("Files Read", NULL, files, es);
-		ExplainPropertyInteger("Files Pruned", NULL, nbatches * KL_NFILES - files + pruned * KL_NFILES, es);
+		ExplainPropertyInteger("Files Read", NULL, st->files_planned, es);
+		ExplainPropertyInteger("Files Pruned", NULL, st->files_pruned, es);
 	}
 	if (es->costs)
-		ExplainPropertyInteger("File Bytes", NULL, bytes, es);
+		ExplainPropertyInteger("File Bytes", NULL, st->bytes_planned, es);
 	if (es->analyze)
+	{
+		ExplainPropertyInteger("Files Checked", NULL, st->files_checked, es);
 		ExplainPropertyInteger("Lines Read", NULL, st->lines_read, es);
+	}
 }
+
+/* ----------------------------------------------------------------
+ *		ANALYZE
+ * ----------------------------------------------------------------
+ */
 
 /*
  * kl_acquire_sample_rows
- *		ANALYZE: read every row once, keep a reservoir sample.
+ *		ANALYZE: count every row, keep a reservoir sample; only the rows
+ *		that enter the sample are parsed and built.
  */
 static int
 kl_acquire_sample_rows(Relation onerel, int elevel, HeapTuple *rows, int targrows,
@@ -1210,80 +2104,75 @@ kl_acquire_sample_rows(Relation onerel, int elevel, HeapTuple *rows, int targrow
 	TupleDesc	desc = RelationGetDescr(onerel);
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	ReservoirStateData rstate;
 	int			numrows = 0;
 	double		rowstoskip = -1;
-	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake analyze",
+	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake analyze row",
 												  ALLOCSET_DEFAULT_SIZES);
+	ErrorContextCallback errcallback;
 	const char *text;
 	size_t		len;
-	int			status_file;
 
 	kl_foreign_table_options(RelationGetRelid(onerel), &source, &status);
-	status_file = kl_table_status_file(status);
-	st.src = kl_source_lookup(source);
-	st.file = -1;
-	st.file_cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake file",
-										ALLOCSET_DEFAULT_SIZES);
-	kl_bounds_from_quals(&st.bounds, status_file, NIL, NIL, st.src->topic);
-	kl_scan_setup_attrs(&st, onerel, NULL);
-	st.batches = kl_catalog_scan_batches(st.src, &st.bounds, true, &st.total_batches);
-	st.next_batch = list_head(st.batches);
+	kl_scan_begin(&st, onerel, source, NIL, true);
+	kl_prune_init(&st.prune, kl_table_status_file(status));
+	kl_scan_read_batches(&st);
 
 	*totalrows = 0;
 	*totaldeadrows = 0;
 	reservoir_init_selection_state(&rstate, targrows);
 
-	for (;;)
+	errcallback.callback = kl_scan_error_callback;
+	errcallback.arg = &st;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	while (kl_scan_next_line(&st, false, &text, &len))
 	{
-		MemoryContext old;
+		int			slot = -1;
+		bool		replace = false;
 
-		CHECK_FOR_INTERRUPTS();
 		vacuum_delay_point();
-		if (!st.file_open || !kl_reader_next(&st.reader, &text, &len))
-		{
-			if (!kl_next_file(&st))
-				break;
-			continue;
-		}
-		kl_line_parse(&st.line, text, len, st.want);
-		if (kl_line_demoted(&st))
-			continue;
-
-		MemoryContextReset(row_cxt);
-		old = MemoryContextSwitchTo(row_cxt);
-		ExecClearTuple(slot);
-		kl_fill_row(&st, slot);
-		memcpy(values, slot->tts_values, sizeof(Datum) * desc->natts);
-		memcpy(nulls, slot->tts_isnull, sizeof(bool) * desc->natts);
-		MemoryContextSwitchTo(old);
-
 		if (numrows < targrows)
-			rows[numrows++] = heap_form_tuple(desc, values, nulls);
+			slot = numrows++;
 		else
 		{
 			if (rowstoskip < 0)
 				rowstoskip = reservoir_get_next_S(&rstate, *totalrows, targrows);
 			if (rowstoskip <= 0)
 			{
-				int			k = (int) (targrows * sampler_random_fract(&rstate.randstate));
-
-				heap_freetuple(rows[k]);
-				rows[k] = heap_form_tuple(desc, values, nulls);
+				slot = (int) (targrows * sampler_random_fract(&rstate.randstate));
+				replace = true;
 			}
 			rowstoskip -= 1;
 		}
 		*totalrows += 1;
+		if (slot < 0)
+			continue;
+		{
+			MemoryContext old;
+
+			MemoryContextReset(row_cxt);
+			old = MemoryContextSwitchTo(row_cxt);
+			kl_line_parse(&st.line, text, len, st.file_want);
+			kl_fill_row(&st, values, nulls, desc->natts);
+			MemoryContextSwitchTo(old);
+			if (replace)
+				heap_freetuple(rows[slot]);
+			rows[slot] = heap_form_tuple(desc, values, nulls);
+		}
 	}
+	error_context_stack = errcallback.previous;
 	if (st.file_open)
 		kl_reader_close(&st.reader);
-	ExecDropSingleTupleTableSlot(slot);
+	if (st.buffer)
+		pfree(st.buffer);
+	MemoryContextDelete(row_cxt);
 
 	ereport(elevel,
-			(errmsg("\"%s\": kafka_lake source \"%s\", %lld batches, %.0f rows; %d rows in sample",
+			(errmsg("\"%s\": kafka_lake source \"%s\", %d batches, %.0f rows; %d rows in sample",
 					RelationGetRelationName(onerel), st.src->source,
-					(long long) list_length(st.batches), *totalrows, numrows)));
+					list_length(st.batches), *totalrows, numrows)));
 	return numrows;
 }
 
@@ -1298,22 +2187,21 @@ kafkaLakeAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 	char	   *source;
 	char	   *status;
 	KlSource   *src;
-	KlBounds	bounds;
+	KlPrune		prune;
 	int64		total;
 	double		bytes = 0;
 	ListCell   *cell;
 	List	   *batches;
 
-	kl_foreign_table_options(RelationGetRelid(relation), &source, &status);
-	src = kl_source_lookup(source);
-	kl_bounds_from_quals(&bounds, kl_table_status_file(status), NIL, NIL, src->topic);
-	batches = kl_catalog_scan_batches(src, &bounds, false, &total);
+	src = kl_table_source(RelationGetRelid(relation), &source, &status);
+	kl_prune_init(&prune, kl_table_status_file(status));
+	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)
 	{
 		KlBatchRef *b = lfirst(cell);
 
 		for (int i = 0; i < KL_NFILES; i++)
-			bytes += bounds.files[i] ? b->files[i].bytes : 0;
+			bytes += prune.bounds.files[i] ? b->files[i].bytes : 0;
 	}
 	*totalpages = (BlockNumber) Max(1, bytes / BLCKSZ);
 	*func = kl_acquire_sample_rows;

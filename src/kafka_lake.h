@@ -361,6 +361,9 @@ typedef struct KlBatchRef
 	int64	   *offset_list;	/* when the range has gaps and it is needed */
 	uint8	   *fingerprints;	/* when asked for */
 	int			nfingerprints;
+	bool		has_dates;		/* min/max_date valid (not only quarantined) */
+	DateADT		min_date;		/* business dates of its events */
+	DateADT		max_date;
 } KlBatchRef;
 
 /* One file of a batch, read and checked */
@@ -375,6 +378,7 @@ typedef struct KlFileReader
 	const char *pos;			/* next line */
 	int64		lineno;			/* of the last line returned */
 	ErrorContextCallback errcallback;
+	bool		own_data;		/* data is freed by kl_reader_close */
 } KlFileReader;
 
 #define KL_WANT_EVENT		0x01	/* the "event" object */
@@ -405,6 +409,8 @@ extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds,
 									 bool want_fingerprints, int64 *total);
 extern int	kl_batch_coordinate_index(const KlBatchRef *b, int64 offset);
 extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file);
+extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file,
+								  char **buffer, size_t *buffer_size);
 extern bool kl_reader_next(KlFileReader *r, const char **line, size_t *len);
 extern void kl_reader_close(KlFileReader *r);
 extern void kl_line_set_fields(KlLine *line, int nfields, const char **names);

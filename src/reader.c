@@ -17,12 +17,19 @@
  * and only then are lines handed out.  A missing, truncated, extended or
  * edited file is an ERROR with SQLSTATE XX001 that names the batch and the
  * file; nothing of it is returned.  (SHA-256, ten times slower, is
- * verify()'s job; see digest.c.)
+ * verify()'s job; see digest.c.)  A caller that reads many files passes a
+ * buffer of its own (kl_reader_open_buffer), which is reused from file to
+ * file instead of being allocated, faulted in and freed for each.
  *
- * Lines are parsed with the strict reader of json.c, but only as far as
- * the caller needs: kl_line_parse stops once it has the members asked for.
- * The file's CRC already vouches for the bytes, so skipping the rest of a
- * line is safe.
+ * Lines are parsed only as far as the caller needs: kl_line_parse stops
+ * once it has the members asked for.  The file's CRC already vouches for
+ * the bytes, and every line was written by landing.c as valid JSON, so the
+ * members a caller does not ask for are skipped by a fast structural scan
+ * (strings, nesting, nothing else) that never reads past the line; each
+ * member it does hand out is then parsed and validated by the strict reader
+ * of json.c, so a value is never half-understood.  Anything unexpected on
+ * the way sends the line to the strict reader from its start, which either
+ * reads it after all or reports exactly what is wrong with it.
  *
  * IDENTIFICATION
  *	  src/reader.c
@@ -34,16 +41,22 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "storage/fd.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
 #include "kafka_lake.h"
+
+#define KL_READ_CHUNK	(16 * 1024 * 1024)
 
 /*
  * kl_bounds_init
@@ -81,8 +94,8 @@ kl_bounds_empty(const KlBounds *bounds)
 }
 
 /*
- * kl_int8_array_at
- *		Element i of an int8[] datum (1-based storage, 0-based index).
+ * kl_int8_array3
+ *		The three elements of a bigint[3] datum (one per file).
  */
 static void
 kl_int8_array3(Datum d, int64 *out)
@@ -138,7 +151,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 " CASE WHEN strpos(c.statuses, 'D') > 0 THEN c.statuses END,"
 					 " CASE WHEN strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
 					 " %s,"
-					 " (SELECT count(*) FROM kafka_lake.batches t WHERE t.source_id = $1)"
+					 " (SELECT count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
+					 " b.min_business_date, b.max_business_date"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -152,7 +166,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 want_fingerprints ? "true" : "false",
 					 want_fingerprints ? "c.fingerprints" : "NULL::bytea",
 					 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
-					 bounds->files[KL_FILE_DUPLICATES] ? "b.duplicate_count > 0" : "false",
+					 bounds->files[KL_FILE_DUPLICATES] ?
+					 "b.duplicate_count > 0 OR strpos(c.statuses, 'D') > 0" : "false",
 					 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
 
 	cs = kl_catalog_begin();
@@ -211,6 +226,14 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 			b->nfingerprints = VARSIZE(fp) / KL_SHA256_LEN;
 		}
 		*total = DatumGetInt64(SPI_getbinval(tup, desc, 14, &isnull));
+		d = SPI_getbinval(tup, desc, 15, &isnull);
+		if (!isnull)
+		{
+			b->has_dates = true;
+			b->min_date = DatumGetDateADT(d);
+			d = SPI_getbinval(tup, desc, 16, &isnull);
+			b->max_date = isnull ? b->min_date : DatumGetDateADT(d);
+		}
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}
@@ -280,15 +303,29 @@ kl_file_error_callback(void *arg)
 }
 
 /*
- * kl_reader_open
- *		Read one file of a batch into memory and check it against the
- *		catalog's copy of its manifest before anything of it is used.
+ * kl_corrupt_hint
+ *		The hint of every integrity error: what to do about a bad batch.
+ */
+static int
+kl_corrupt_hint(const char *source)
+{
+	return errhint("Landed files never change. Run kafka_lake.verify('%s') to list every damaged batch, then restore them from a backup or land their offsets again with kafka_lake.replay().",
+				   source);
+}
+
+/*
+ * kl_reader_open_buffer
+ *		Read one file of a batch into *buffer (grown as needed, in the
+ *		current memory context, and kept by the caller for the next file)
+ *		and check it against the catalog's copy of its manifest before
+ *		anything of it is used.
  */
 void
-kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
+kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file,
+					  char **buffer, size_t *buffer_size)
 {
-	char	   *path = psprintf("%s/batch=%s/%s", kl_partition_dir(src, b->partition),
-								b->batch_id, kl_file_names[file]);
+	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *path = psprintf("%s/batch=%s/%s", dir, b->batch_id, kl_file_names[file]);
 	const KlFileInfo *expect = &b->files[file];
 	int			fd;
 	struct stat st;
@@ -296,6 +333,7 @@ kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
 	int64		lines = 0;
 	uint32		crc;
 
+	pfree(dir);
 	memset(r, 0, sizeof(*r));
 	r->source = src->source;
 	r->batch = b;
@@ -309,12 +347,12 @@ kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
 				 errmsg("file %s of batch %s of source \"%s\" is missing",
 						kl_file_names[file], b->batch_id, src->source),
 				 errdetail("Could not open \"%s\": %m.", path),
-				 errhint("Run kafka_lake.verify('%s') to list every problem; restore the batch from a backup or replay its offsets.",
-						 src->source)));
+				 kl_corrupt_hint(src->source)));
 	if (fstat(fd, &st) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", path)));
+				 errmsg("could not stat file \"%s\": %m", path),
+				 errhint("Check the permissions of kafka_lake.landing_dir.")));
 	if (st.st_size != expect->bytes)
 	{
 		CloseTransientFile(fd);
@@ -323,21 +361,30 @@ kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
 				 errmsg("file %s of batch %s of source \"%s\" has %lld bytes, its manifest says %lld",
 						kl_file_names[file], b->batch_id, src->source,
 						(long long) st.st_size, (long long) expect->bytes),
-				 errdetail("Landed files never change; this one was %s.",
+				 errdetail("The file was %s after it was landed.",
 						   st.st_size < expect->bytes ? "truncated" : "extended"),
-				 errhint("Run kafka_lake.verify('%s') to list every problem; restore the batch from a backup or replay its offsets.",
-						 src->source)));
+				 kl_corrupt_hint(src->source)));
 	}
 
-	r->data = MemoryContextAllocHuge(CurrentMemoryContext, expect->bytes + 1);
+	if (*buffer == NULL || *buffer_size < (size_t) expect->bytes + 1)
+	{
+		if (*buffer)
+			pfree(*buffer);
+		*buffer = NULL;
+		*buffer_size = Max((size_t) expect->bytes + 1, 64 * 1024);
+		*buffer = MemoryContextAllocHuge(CurrentMemoryContext, *buffer_size);
+	}
+	r->data = *buffer;
+	r->own_data = false;
 	while (done < (size_t) expect->bytes)
 	{
-		ssize_t		n = read(fd, r->data + done, Min(expect->bytes - done, 16 * 1024 * 1024));
+		ssize_t		n = read(fd, r->data + done, Min(expect->bytes - done, KL_READ_CHUNK));
 
 		if (n < 0)
 			ereport(ERROR,
 					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", path)));
+					 errmsg("could not read file \"%s\": %m", path),
+					 errhint("Check the file system of kafka_lake.landing_dir.")));
 		if (n == 0)
 			break;
 		done += n;
@@ -356,16 +403,34 @@ kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file %s of batch %s of source \"%s\" does not match its manifest",
 						kl_file_names[file], b->batch_id, src->source),
+				 done != (size_t) expect->bytes ?
+				 errdetail("Only %zu of its %lld bytes could be read.",
+						   done, (long long) expect->bytes) :
 				 lines != expect->lines ?
 				 errdetail("It has %lld lines, its manifest says %lld.",
 						   (long long) lines, (long long) expect->lines) :
 				 errdetail("Its CRC-32C differs from its manifest's: its bytes were edited."),
-				 errhint("Run kafka_lake.verify('%s') to list every problem; restore the batch from a backup or replay its offsets.",
-						 src->source)));
+				 kl_corrupt_hint(src->source)));
 
 	r->pos = r->data;
 	r->errcallback.callback = kl_file_error_callback;
 	r->errcallback.arg = r;
+}
+
+/*
+ * kl_reader_open
+ *		Read one file of a batch into memory of its own and check it
+ *		against the catalog's copy of its manifest before anything of it is
+ *		used.
+ */
+void
+kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
+{
+	char	   *buffer = NULL;
+	size_t		size = 0;
+
+	kl_reader_open_buffer(r, src, b, file, &buffer, &size);
+	r->own_data = true;
 }
 
 /*
@@ -390,14 +455,17 @@ kl_reader_next(KlFileReader *r, const char **line, size_t *len)
 
 /*
  * kl_reader_close
- *		Release the file's memory.
+ *		Release the file's memory (unless it is the caller's buffer).
  */
 void
 kl_reader_close(KlFileReader *r)
 {
-	if (r->data)
+	if (r->data && r->own_data)
 		pfree(r->data);
 	r->data = NULL;
+	if (r->path)
+		pfree(r->path);
+	r->path = NULL;
 }
 
 /*
@@ -410,28 +478,20 @@ kl_line_error(const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("landed line is malformed: %s", what)));
+			 errmsg("landed line is malformed: %s", what),
+			 errdetail("Every line of a landed file is a JSON object written by land(); this one is not."),
+			 errhint("Run kafka_lake.verify() on the source to check its files against their SHA-256.")));
 }
 
 #define KEY_IS(k, name) kl_json_key_is(&(k), (name), sizeof(name) - 1)
 
 /*
- * kl_line_parse
- *		Find the members of one landed line that the caller asks for (flags
- *		in want, event field names in line->field_names).  Stops as soon as
- *		everything asked for was found.
+ * kl_line_reset
+ *		Forget what the previous line found.
  */
-void
-kl_line_parse(KlLine *line, const char *text, size_t len, int want)
+static inline void
+kl_line_reset(KlLine *line)
 {
-	KlJsonReader it;
-	KlJsonValue k;
-	KlJsonValue v;
-	int			found_fields = 0;
-	bool		need_event = (want & KL_WANT_EVENT) || line->nfields > 0;
-	bool		need_kafka = (want & KL_WANT_KAFKA) != 0;
-	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
-
 	line->event.type = KL_JSON_NULL;
 	line->raw_value.type = KL_JSON_NULL;
 	line->raw_value_base64.type = KL_JSON_NULL;
@@ -443,7 +503,51 @@ kl_line_parse(KlLine *line, const char *text, size_t len, int want)
 	line->timestamp_ms = -1;
 	for (int i = 0; i < line->nfields; i++)
 		line->fields[i].type = KL_JSON_NULL;
+}
 
+/*
+ * kl_escaped_key_is
+ *		Does a key written with escapes (the span of its string, quotes
+ *		included) decode to name?  1 yes, 0 no, -1 when its escapes are not
+ *		valid JSON.  Land() never escapes a field name, but a JSON writer
+ *		may.
+ */
+static int
+kl_escaped_key_is(const char *start, size_t len, const char *name, int namelen)
+{
+	KlJsonReader r;
+	KlJsonValue key;
+	StringInfoData buf;
+	int			result;
+
+	kl_json_init(&r, start, len, 1);
+	if (!kl_json_parse_document(&r, &key) || key.type != KL_JSON_STRING)
+		return -1;
+	initStringInfo(&buf);
+	kl_json_decode_string(&key, &buf);
+	result = (buf.len == namelen && memcmp(buf.data, name, namelen) == 0) ? 1 : 0;
+	pfree(buf.data);
+	return result;
+}
+
+/*
+ * kl_line_parse_strict
+ *		kl_line_parse with the strict reader from the first byte: every
+ *		member read on the way is validated.  The fallback of the fast scan,
+ *		and the one place that reports what is wrong with a line.
+ */
+static void
+kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
+{
+	KlJsonReader it;
+	KlJsonValue k;
+	KlJsonValue v;
+	int			found_fields = 0;
+	bool		need_event = (want & KL_WANT_EVENT) || line->nfields > 0;
+	bool		need_kafka = (want & KL_WANT_KAFKA) != 0;
+	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
+
+	kl_line_reset(line);
 	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
 	while ((need_event || need_kafka || need_quarantine) && kl_json_object_next(&it, &k, &v))
 	{
@@ -464,7 +568,10 @@ kl_line_parse(KlLine *line, const char *text, size_t len, int want)
 					for (int i = 0; i < line->nfields; i++)
 					{
 						if (line->fields[i].type == KL_JSON_NULL &&
-							kl_json_key_is(&ek, line->field_names[i], line->field_name_lens[i]))
+							(ek.has_escapes ?
+							 kl_escaped_key_is(ek.start, ek.len, line->field_names[i],
+											   line->field_name_lens[i]) == 1 :
+							 kl_json_key_is(&ek, line->field_names[i], line->field_name_lens[i])))
 						{
 							line->fields[i] = evv;
 							if (evv.type != KL_JSON_NULL)
@@ -530,6 +637,441 @@ kl_line_parse(KlLine *line, const char *text, size_t len, int want)
 	}
 	if (it.error)
 		kl_line_error(it.error);
+}
+
+/*
+ * The fast scan.  Each function takes the position of a token and the end
+ * of the line and returns the position after it, or NULL when the bytes
+ * are not what valid JSON would have there; it never reads at or past end.
+ */
+
+/*
+ * kl_scan_ws
+ *		Skip JSON whitespace.
+ */
+static inline const char *
+kl_scan_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/*
+ * kl_scan_string
+ *		Skip a string; p is at its opening quote.  Sets *escapes when it
+ *		holds a backslash.
+ */
+static inline const char *
+kl_scan_string(const char *p, const char *end, bool *escapes)
+{
+	p++;
+	for (;;)
+	{
+#ifdef __SSE2__
+		/* 16 bytes at a time while a whole block lies within the line */
+		const __m128i quote = _mm_set1_epi8('"');
+		const __m128i backslash = _mm_set1_epi8('\\');
+
+		while (end - p >= 16)
+		{
+			__m128i		block = _mm_loadu_si128((const __m128i *) p);
+			int			mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(block, quote),
+															  _mm_cmpeq_epi8(block, backslash)));
+
+			if (mask != 0)
+			{
+				p += pg_rightmost_one_pos32(mask);
+				break;
+			}
+			p += 16;
+		}
+#endif
+		while (p < end && *p != '"' && *p != '\\')
+			p++;
+		if (p >= end)
+			return NULL;
+		if (*p == '"')
+			return p + 1;
+		*escapes = true;
+		if (end - p < 2)
+			return NULL;
+		p += 2;
+	}
+}
+
+/*
+ * kl_scan_value
+ *		Skip any value.  Containers are skipped by counting brackets outside
+ *		strings, without checking what lies between them.
+ */
+static pg_attribute_always_inline const char *
+kl_scan_value(const char *p, const char *end)
+{
+	bool		escapes = false;
+	const char *start = p;
+
+	if (p >= end)
+		return NULL;
+	switch (*p)
+	{
+		case '"':
+			return kl_scan_string(p, end, &escapes);
+		case '{':
+		case '[':
+			{
+				int			depth = 0;
+
+				while (p < end)
+				{
+					char		c = *p;
+
+					if (c == '"')
+					{
+						p = kl_scan_string(p, end, &escapes);
+						if (p == NULL)
+							return NULL;
+						continue;
+					}
+					if (c == '{' || c == '[')
+						depth++;
+					else if ((c == '}' || c == ']') && --depth == 0)
+						return p + 1;
+					p++;
+				}
+				return NULL;
+			}
+		default:
+			while (p < end && *p != ',' && *p != '}' && *p != ']' &&
+				   *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
+				p++;
+			return p > start ? p : NULL;
+	}
+}
+
+/* An object being scanned member by member */
+typedef struct KlScanObject
+{
+	const char *p;				/* next byte */
+	const char *end;			/* end of the line */
+	bool		first;			/* no member read yet */
+} KlScanObject;
+
+/*
+ * kl_scan_object_open
+ *		Start on the '{' at p.
+ */
+static inline bool
+kl_scan_object_open(KlScanObject *o, const char *p, const char *end)
+{
+	p = kl_scan_ws(p, end);
+	if (p >= end || *p != '{')
+		return false;
+	o->p = p + 1;
+	o->end = end;
+	o->first = true;
+	return true;
+}
+
+/*
+ * kl_scan_object_key
+ *		The next member's key (without quotes; *key_escapes when it has a
+ *		backslash), leaving o->p at the member's value, which the caller
+ *		then skips (kl_scan_object_skip) or reads, setting o->p past it.
+ *		1 for a member, 0 at the closing brace (o->p past it), -1 on bytes
+ *		that are not JSON.
+ */
+static pg_attribute_always_inline int
+kl_scan_object_key(KlScanObject *o, const char **key, int *keylen, bool *key_escapes)
+{
+	const char *p = kl_scan_ws(o->p, o->end);
+	const char *end = o->end;
+	const char *k;
+
+	if (p >= end)
+		return -1;
+	if (*p == '}')
+	{
+		o->p = p + 1;
+		return 0;
+	}
+	if (!o->first)
+	{
+		if (*p != ',')
+			return -1;
+		p = kl_scan_ws(p + 1, end);
+		if (p >= end)
+			return -1;
+	}
+	if (*p != '"')
+		return -1;
+	*key_escapes = false;
+	k = p + 1;
+	p = kl_scan_string(p, end, key_escapes);
+	if (p == NULL)
+		return -1;
+	*key = k;
+	*keylen = (int) (p - 1 - k);
+	p = kl_scan_ws(p, end);
+	if (p >= end || *p != ':')
+		return -1;
+	p = kl_scan_ws(p + 1, end);
+	if (p >= end)
+		return -1;
+	o->p = p;
+	o->first = false;
+	return 1;
+}
+
+/*
+ * kl_scan_object_skip
+ *		Skip the value at o->p; false on bytes that are not JSON.
+ */
+static pg_attribute_always_inline bool
+kl_scan_object_skip(KlScanObject *o)
+{
+	o->p = kl_scan_value(o->p, o->end);
+	return o->p != NULL;
+}
+
+/*
+ * kl_scan_object_take
+ *		Read the value at o->p strictly into *out.
+ */
+static pg_attribute_always_inline bool
+kl_scan_object_take(KlScanObject *o, KlJsonValue *out)
+{
+	const char *start = o->p;
+	KlJsonReader r;
+
+	o->p = kl_scan_value(start, o->end);
+	if (o->p == NULL)
+		return false;
+	kl_json_init(&r, start, o->p - start, KL_JSON_MAX_DEPTH);
+	return kl_json_parse_document(&r, out);
+}
+
+#define SCAN_KEY_IS(k, len, esc, name) \
+	(!(esc) && (len) == sizeof(name) - 1 && memcmp((k), (name), sizeof(name) - 1) == 0)
+
+/*
+ * kl_scan_event
+ *		Find the event fields asked for in the event object at o->p.  When
+ *		more of the line is needed (more), read on to the object's end and
+ *		leave o->p past it; otherwise stop at the last field found.
+ */
+static pg_attribute_always_inline bool
+kl_scan_event(KlLine *line, KlScanObject *o, bool more)
+{
+	KlScanObject ev;
+	const char *k;
+	int			klen;
+	bool		kesc;
+	int			rc;
+	int			found = 0;
+
+	if (!kl_scan_object_open(&ev, o->p, o->end))
+		return false;
+	while ((rc = kl_scan_object_key(&ev, &k, &klen, &kesc)) > 0)
+	{
+		KlJsonValue value;
+		bool		taken = false;
+
+		if (found < line->nfields)
+		{
+			for (int i = 0; i < line->nfields; i++)
+			{
+				KlJsonValue *f = &line->fields[i];
+				int			match;
+
+				if (f->type != KL_JSON_NULL)
+					continue;
+				if (kesc)
+				{
+					match = kl_escaped_key_is(k - 1, klen + 2, line->field_names[i],
+											  line->field_name_lens[i]);
+					if (match < 0)
+						return false;
+				}
+				else
+					match = (klen == line->field_name_lens[i] &&
+							 memcmp(k, line->field_names[i], klen) == 0);
+				if (match)
+				{
+					if (!taken && !kl_scan_object_take(&ev, &value))
+						return false;
+					taken = true;
+					*f = value;
+					if (f->type != KL_JSON_NULL)
+						found++;
+				}
+			}
+		}
+		if (!taken && !kl_scan_object_skip(&ev))
+			return false;
+		if (found == line->nfields && !more)
+			return true;
+	}
+	if (rc < 0)
+		return false;
+	o->p = ev.p;
+	return true;
+}
+
+/*
+ * kl_scan_kafka
+ *		The members of the kafka envelope at o->p; o->p ends past it.
+ */
+static bool
+kl_scan_kafka(KlLine *line, KlScanObject *o)
+{
+	KlScanObject ko;
+	const char *k;
+	int			klen;
+	bool		kesc;
+	int			rc;
+	KlJsonValue n;
+
+	if (!kl_scan_object_open(&ko, o->p, o->end))
+		return false;
+	while ((rc = kl_scan_object_key(&ko, &k, &klen, &kesc)) > 0)
+	{
+		if (SCAN_KEY_IS(k, klen, kesc, "offset"))
+		{
+			if (!kl_scan_object_take(&ko, &n) || n.type != KL_JSON_NUMBER ||
+				!kl_json_parse_int64(n.start, n.len, &line->offset))
+				return false;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "partition"))
+		{
+			int64		p;
+
+			if (!kl_scan_object_take(&ko, &n) || n.type != KL_JSON_NUMBER ||
+				!kl_json_parse_int64(n.start, n.len, &p))
+				return false;
+			line->partition = (int32) p;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "timestamp_ms"))
+		{
+			if (!kl_scan_object_take(&ko, &n))
+				return false;
+			if (n.type == KL_JSON_NUMBER &&
+				!kl_json_parse_int64(n.start, n.len, &line->timestamp_ms))
+				return false;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "key"))
+		{
+			if (!kl_scan_object_take(&ko, &line->key))
+				return false;
+		}
+		else if (SCAN_KEY_IS(k, klen, kesc, "key_base64"))
+		{
+			if (!kl_scan_object_take(&ko, &line->key_base64))
+				return false;
+		}
+		else if (!kl_scan_object_skip(&ko))
+			return false;
+	}
+	if (rc < 0 || line->offset < 0)
+		return false;
+	o->p = ko.p;
+	return true;
+}
+
+/*
+ * kl_line_parse_fast
+ *		kl_line_parse over the structure of the line, handing out only what
+ *		was asked for; false when anything looks wrong (the caller then
+ *		parses the line strictly).
+ */
+static bool
+kl_line_parse_fast(KlLine *line, const char *text, size_t len, int want)
+{
+	KlScanObject top;
+	const char *k;
+	int			klen;
+	bool		kesc;
+	int			rc;
+	bool		need_event = (want & KL_WANT_EVENT) || line->nfields > 0;
+	bool		need_kafka = (want & KL_WANT_KAFKA) != 0;
+	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
+
+	kl_line_reset(line);
+	if (!kl_scan_object_open(&top, text, text + len))
+		return false;
+	while (need_event || need_kafka || need_quarantine)
+	{
+		rc = kl_scan_object_key(&top, &k, &klen, &kesc);
+		if (rc < 0)
+			return false;
+		if (rc == 0)
+			break;
+		if (SCAN_KEY_IS(k, klen, kesc, "event"))
+		{
+			const char *start = top.p;
+
+			if (*start != '{')
+				return false;
+			if (want & KL_WANT_EVENT)
+			{
+				if (!kl_scan_object_take(&top, &line->event))
+					return false;
+				top.p = start;
+			}
+			if (line->nfields > 0)
+			{
+				if (!kl_scan_event(line, &top, need_kafka || need_quarantine))
+					return false;
+				if (!need_kafka && !need_quarantine)
+					return true;	/* stopped at the last field */
+			}
+			else if (!kl_scan_object_skip(&top))
+				return false;
+			need_event = false;
+		}
+		else if (need_kafka && SCAN_KEY_IS(k, klen, kesc, "kafka"))
+		{
+			if (!kl_scan_kafka(line, &top))
+				return false;
+			need_kafka = false;
+		}
+		else if (need_quarantine && SCAN_KEY_IS(k, klen, kesc, "raw_value"))
+		{
+			if (!kl_scan_object_take(&top, &line->raw_value))
+				return false;
+		}
+		else if (need_quarantine && SCAN_KEY_IS(k, klen, kesc, "raw_value_base64"))
+		{
+			if (!kl_scan_object_take(&top, &line->raw_value_base64))
+				return false;
+		}
+		else if (need_quarantine && SCAN_KEY_IS(k, klen, kesc, "validation_error"))
+		{
+			if (!kl_scan_object_take(&top, &line->validation_error))
+				return false;
+			need_quarantine = false;
+		}
+		else if (!kl_scan_object_skip(&top))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * kl_line_parse
+ *		Find the members of one landed line that the caller asks for (flags
+ *		in want, event field names in line->field_names).  Stops as soon as
+ *		everything asked for was found.  Every value handed out is valid
+ *		JSON; a line that is not what land() writes is an ERROR (XX001).
+ *
+ *		line->event is the event object, validated, when KL_WANT_EVENT
+ *		asks for it (KL_JSON_NULL for a line without one).
+ */
+void
+kl_line_parse(KlLine *line, const char *text, size_t len, int want)
+{
+	if (!kl_line_parse_fast(line, text, len, want))
+		kl_line_parse_strict(line, text, len, want);
 }
 
 /*
