@@ -99,11 +99,21 @@ if [ "$accepted" -ne "$COUNT" ]; then
 	exit 1
 fi
 
-psql_q -c "CHECKPOINT" >/dev/null
+# let the landing's aftermath settle (autovacuum of the catalog, and of
+# silver after an earlier run's drop_source; dirty buffers), so that the
+# bridge is measured, not the background work it would compete with on a
+# small machine
+psql_q -c "VACUUM ANALYZE kafka_lake.accepted_events" -c "VACUUM ANALYZE kafka_lake.batches" \
+	-c "VACUUM ANALYZE kafka_lake.coordinates" -c "VACUUM kafka_lake.silver_machine_events" \
+	-c "CHECKPOINT" >/dev/null
 
+steps=$(mktemp)
 t0=$(now)
-result=$(psql_q -F ' ' -c "SELECT source_hash, selected_events, run_status, silver_rows, gold_rows, snapshot_status FROM kafka_lake.bridge('$SOURCE', '$DATE')")
+result=$(psql_q -F ' ' -c "SET client_min_messages = debug1" \
+	-c "SELECT source_hash, selected_events, run_status, silver_rows, gold_rows, snapshot_status FROM kafka_lake.bridge('$SOURCE', '$DATE')" 2>"$steps")
 t1=$(now)
+sed -n 's/^DEBUG:  kafka_lake bridge of "[^"]*" [0-9-]*: /          /p' "$steps"
+rm -f "$steps"
 bridge_time=$(elapsed "$t0" "$t1")
 read -r source_hash selected run_status silver_rows gold_rows snapshot_status <<<"$result"
 echo "bridge:   $bridge_time s (selected $selected, run $run_status, silver $silver_rows, gold $gold_rows, snapshot $snapshot_status)"

@@ -2135,14 +2135,15 @@ kl_gold_add(KlBridge *b, KlKeySet *groups, StringInfo key, char **f, int *lens,
 
 /*
  * kl_bridge_load_silver
- *		Pass 2: read the CSV back, insert each first occurrence of a natural
- *		key into silver, sum gold per (plant, line, product).
+ *		Pass 2: read the CSV back; insert each event that pass 1 found first
+ *		of its natural key into silver, and add it to its gold group (plant,
+ *		line, product).
  */
 static void
 kl_bridge_load_silver(KlBridge *b)
 {
-	MemoryContext keys_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge silver keys",
-												   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext groups_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge gold groups",
+													 ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
 	KlSilverWriter w;
 	KlCsvReader r;
@@ -2155,7 +2156,7 @@ kl_bridge_load_silver(KlBridge *b)
 	Datum		run_id = CStringGetTextDatum(b->run_id);
 
 	initStringInfo(&key);
-	kl_keyset_create(&groups, keys_cxt, 64);
+	kl_keyset_create(&groups, groups_cxt, 64);
 	kl_silver_open(&w, b->cxt);
 	kl_csv_open(&r, b->transform_path);
 
@@ -2195,13 +2196,6 @@ kl_bridge_load_silver(KlBridge *b)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("CSV file \"%s\" has %d fields at record %lld, not %d",
 							r.path, n, (long long) r.records, KL_CSV_NCOLUMNS)));
-		if (!kl_parse_event_time(f[KL_CSV_EVENT_TIME], lens[KL_CSV_EVENT_TIME], &event_time) ||
-			!kl_parse_iso_date(f[KL_CSV_BUSINESS_DATE], lens[KL_CSV_BUSINESS_DATE], &business_date))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("CSV file \"%s\" has an invalid event_time or business_date at record %lld",
-							r.path, (long long) r.records)));
-
 		/* the first occurrence of a natural key wins (decided in pass 1) */
 		if (event >= b->selected)
 			ereport(ERROR,
@@ -2215,6 +2209,13 @@ kl_bridge_load_silver(KlBridge *b)
 			continue;
 		}
 		event++;
+
+		if (!kl_parse_event_time(f[KL_CSV_EVENT_TIME], lens[KL_CSV_EVENT_TIME], &event_time) ||
+			!kl_parse_iso_date(f[KL_CSV_BUSINESS_DATE], lens[KL_CSV_BUSINESS_DATE], &business_date))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("CSV file \"%s\" has an invalid event_time or business_date at record %lld",
+							r.path, (long long) r.records)));
 
 		units = kl_csv_int(&r, f[KL_CSV_UNITS_PRODUCED], lens[KL_CSV_UNITS_PRODUCED],
 						   KL_CSV_UNITS_PRODUCED);
@@ -2278,7 +2279,11 @@ kl_bridge_load_silver(KlBridge *b)
 						r.path, (long long) event, (long long) b->selected)));
 	kl_silver_close(&w);
 	kl_csv_close(&r);
-	MemoryContextDelete(keys_cxt);
+	MemoryContextDelete(groups_cxt);
+	ereport(DEBUG1,
+			(errmsg_internal("kafka_lake bridge of \"%s\" %s: %lld silver rows, %lld events skipped as repeated natural keys, %d gold groups",
+							 b->src->source, b->date_text, (long long) b->silver_inserted,
+							 (long long) b->silver_duplicates, b->ngroups)));
 	MemoryContextSwitchTo(old);
 }
 
