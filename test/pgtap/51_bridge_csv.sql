@@ -60,7 +60,7 @@ LANGUAGE sql AS $$
            || current_setting('kafka_lake.landing_dir') || '/' || rel
 $$;
 
-SELECT plan(15);
+SELECT plan(16);
 
 -- part 1: golden bytes
 SELECT is(array[
@@ -83,15 +83,20 @@ SELECT is(array[
     kafka_lake.produce('t51_kafka', :'topic',
         pg_temp.event('evt-51-b64', '2026-07-01T08:04:00+09:00', 'plant-01',
                       'line-05', 'wo-5', 'm-5', 'prd-a', 50, 5, 1900),
-        '\xfffe3031'::bytea)],
-    '{0,1,2,3,4}'::bigint[], 'five events with awkward fields produced');
-SELECT is((SELECT sum(accepted)::int FROM kafka_lake.land(:'source')), 5, 'all five are accepted');
+        '\xfffe3031'::bytea),
+    kafka_lake.produce('t51_kafka', :'topic',
+        pg_temp.event('evt-51-emoji-😀', '2026-07-01T08:05:00.123+09:00', 'plant-01',
+                      'line-06', 'wo-6', 'm-6', 'prd-a', 60, 6, 2000),
+        convert_to('🔑', 'UTF8'))],
+    '{0,1,2,3,4,5}'::bigint[], 'six events with awkward fields produced');
+SELECT is((SELECT sum(accepted)::int FROM kafka_lake.land(:'source')), 6, 'all six are accepted');
 
 SELECT max(timestamp_ms) FILTER (WHERE "offset" = 0) AS ts0, max(fingerprint) FILTER (WHERE "offset" = 0) AS fp0,
        max(timestamp_ms) FILTER (WHERE "offset" = 1) AS ts1, max(fingerprint) FILTER (WHERE "offset" = 1) AS fp1,
        max(timestamp_ms) FILTER (WHERE "offset" = 2) AS ts2, max(fingerprint) FILTER (WHERE "offset" = 2) AS fp2,
        max(timestamp_ms) FILTER (WHERE "offset" = 3) AS ts3, max(fingerprint) FILTER (WHERE "offset" = 3) AS fp3,
-       max(timestamp_ms) FILTER (WHERE "offset" = 4) AS ts4, max(fingerprint) FILTER (WHERE "offset" = 4) AS fp4
+       max(timestamp_ms) FILTER (WHERE "offset" = 4) AS ts4, max(fingerprint) FILTER (WHERE "offset" = 4) AS fp4,
+       max(timestamp_ms) FILTER (WHERE "offset" = 5) AS ts5, max(fingerprint) FILTER (WHERE "offset" = 5) AS fp5
 FROM kafka_lake.:"records" \gset
 
 CREATE TEMP TABLE csv_bridge AS SELECT * FROM kafka_lake.bridge(:'source', '2026-07-01');
@@ -105,14 +110,18 @@ SELECT is(pg_read_file(:'csv_path'),
     || format(E'2026-07-01T08:01:00+09:00,"plant\nsouth","line-""2""",wo-2,m-2,prd-a,assembly,20,2,1600,2026-07-01,evt-51-lf,1,%s,0,1,"k""2",%s,%s\n', :'topic', :'ts1', :'fp1')
     || format(E'2026-07-01T08:02:00+09:00,plant-01,line-03,wo-3,m-3,prd-a,assembly,30,3,1700,2026-07-01,evt-51-cr\rx,1,%s,0,2,,%s,%s\n', :'topic', :'ts2', :'fp2')
     || format(E'2026-07-01T08:03:00+09:00,Überwerk,line-04,wo-4,m-4,prd-É,assembly,40,4,1800,2026-07-01,evt-51-ünïcødé-日本,1,%s,0,3,ключ,%s,%s\n', :'topic', :'ts3', :'fp3')
-    || format(E'2026-07-01T08:04:00+09:00,plant-01,line-05,wo-5,m-5,prd-a,assembly,50,5,1900,2026-07-01,evt-51-b64,1,%s,0,4,//4wMQ==,%s,%s\n', :'topic', :'ts4', :'fp4'),
-    'events.csv holds exactly the canonical bytes: quotes only around , " and LF, CR as is, UTF-8, empty null key, base64 key');
+    || format(E'2026-07-01T08:04:00+09:00,plant-01,line-05,wo-5,m-5,prd-a,assembly,50,5,1900,2026-07-01,evt-51-b64,1,%s,0,4,//4wMQ==,%s,%s\n', :'topic', :'ts4', :'fp4')
+    || format(E'2026-07-01T08:05:00.123+09:00,plant-01,line-06,wo-6,m-6,prd-a,assembly,60,6,2000,2026-07-01,evt-51-emoji-😀,1,%s,0,5,🔑,%s,%s\n', :'topic', :'ts5', :'fp5'),
+    'events.csv holds exactly the canonical bytes: quotes only around , " and LF, CR as is, UTF-8 (also outside the BMP), empty null key, base64 key');
 SELECT is(encode(sha256(pg_read_binary_file(:'csv_path')), 'hex'), (SELECT source_hash FROM csv_bridge),
           'source_hash is the SHA-256 of those bytes');
 SELECT results_eq($$SELECT run_status, quality_passed, silver_rows FROM csv_bridge$$,
-                  $$VALUES ('processed'::text, 8, 5)$$, 'the awkward events pass the checks into silver');
+                  $$VALUES ('processed'::text, 8, 6)$$, 'the awkward events pass the checks into silver');
 
 -- silver holds the values the CSV quotes, unquoted
+SELECT is((SELECT event_time FROM kafka_lake.silver_machine_events
+           WHERE run_id = (SELECT run_id FROM csv_bridge) AND kafka_offset = 5),
+          '2026-07-01T08:05:00.123+09:00'::timestamptz, 'silver: a fractional event_time, as an instant');
 SELECT results_eq(
     $$SELECT event_id, plant_id, line_id, product_code, kafka_key
       FROM kafka_lake.silver_machine_events WHERE run_id = (SELECT run_id FROM csv_bridge)
@@ -121,10 +130,11 @@ SELECT results_eq(
              ('evt-51-lf', E'plant\nsouth', 'line-"2"', 'prd-a', 'k"2'),
              (E'evt-51-cr\rx', 'plant-01', 'line-03', 'prd-a', NULL),
              ('evt-51-ünïcødé-日本', 'Überwerk', 'line-04', 'prd-É', 'ключ'),
-             ('evt-51-b64', 'plant-01', 'line-05', 'prd-a', '//4wMQ==')$$,
+             ('evt-51-b64', 'plant-01', 'line-05', 'prd-a', '//4wMQ=='),
+             ('evt-51-emoji-😀', 'plant-01', 'line-06', 'prd-a', '🔑')$$,
     'silver: the same values, read back from the CSV');
 SELECT is((SELECT count(*)::int FROM kafka_lake.silver_machine_events
-           WHERE run_id = (SELECT run_id FROM csv_bridge) AND kafka_timestamp_ms IS NOT NULL), 5,
+           WHERE run_id = (SELECT run_id FROM csv_bridge) AND kafka_timestamp_ms IS NOT NULL), 6,
           'silver: the broker timestamps');
 
 -- the bytes do not depend on the session: same input, same hash
