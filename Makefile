@@ -19,7 +19,9 @@ OBJS = \
 	src/land.o \
 	src/recover.o \
 	src/reader.o \
-	src/fdw.o
+	src/fdw.o \
+	src/csv.o \
+	src/bridge.o
 
 EXTENSION = kafka_lake
 DATA = $(wildcard sql/kafka_lake--*.sql)

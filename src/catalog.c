@@ -893,6 +893,23 @@ kl_try_lock_partition(KlSource *src, int32 partition)
 }
 
 /*
+ * kl_unlock_partition
+ *		Give up one hold of a partition taken by kl_try_lock_partition, before
+ *		the end of the transaction (the bridge, once it has recovered a
+ *		partition without changing the catalog, so that land() need not wait
+ *		for the whole bridge).
+ */
+void
+kl_unlock_partition(KlSource *src, int32 partition)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
+						 KL_LOCK_SPACE_PARTITION);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
+/*
  * kafka_lake_create_source
  *		create_source(source, server, topic, group_id, contract): record a
  *		source and create its foreign table kafka_lake.<source>_records.

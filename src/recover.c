@@ -599,9 +599,9 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 /*
  * kl_disk_partitions
  *		The partitions of a source that have a directory on disk, plus those
- *		named by staging directories.
+ *		named by staging directories.  (Also used by the bridge.)
  */
-static List *
+List *
 kl_disk_partitions(KlSource *src)
 {
 	char	   *topic_dir = psprintf("%s/topic=%s", src->dir, src->topic);

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+#
+# bench/bridge.sh -- the date bridge against `sort` + `sha256sum`
+#
+# Issue 5 asks that bridging one business date of 1,000,000 accepted events
+# take at most 3 times as long as `sort` plus `sha256sum` over the same
+# canonical CSV.  This script measures both in one run:
+#
+#   1. creates a topic of PARTITIONS partitions (default 100: the test
+#      broker keeps only about 5 MiB per partition, see NOTES.md) and fills
+#      it with COUNT seed-style events of ONE business date
+#      (kafka_lake_broker fill --date);
+#   2. lands them (timed, for information);
+#   3. runs kafka_lake.bridge(source, date) (timed);
+#   4. runs `sort` and then `sha256sum` over the adapter's events.csv that
+#      the bridge wrote (timed), and checks that sha256sum prints the
+#      bridge's source_hash.  `sort` runs twice: in the caller's locale (as
+#      typed in a shell) and with LC_ALL=C (faster, so a stricter baseline);
+#   5. prints bridge_time / (sort_time + sha256sum_time) for both.
+#
+# Environment (a cluster with kafka_lake installed and a running broker):
+#   PGHOST PGPORT PGUSER PGDATABASE   where to connect (a superuser)
+#   KL_BOOTSTRAP                      the broker's bootstrap address
+#   KL_BROKER                         path of test/broker/kafka_lake_broker
+#   KL_BROKER_DIR                     the broker's --dir (for ctl)
+# Optional:
+#   COUNT (1000000)  PARTITIONS (100)  DATE (2026-06-29)
+#   KEEP=1           keep the source, its files and catalog rows afterwards
+#
+# The CSV is read directly from the landing directory, so run this on the
+# database server as a user that can read it (the postgres OS user, or
+# root).
+#
+set -euo pipefail
+
+for v in PGHOST PGPORT PGUSER PGDATABASE KL_BOOTSTRAP KL_BROKER KL_BROKER_DIR; do
+	if [ -z "${!v:-}" ]; then
+		echo "bench/bridge.sh: environment variable $v is not set" >&2
+		exit 64
+	fi
+done
+
+COUNT=${COUNT:-1000000}
+PARTITIONS=${PARTITIONS:-100}
+DATE=${DATE:-2026-06-29}
+RUN=$(date +%Y%m%d%H%M%S)_$$
+TOPIC="bench.bridge.$RUN"
+SOURCE="bench_bridge_$RUN"
+SERVER="bench_bridge_kafka"
+
+psql_q() {
+	psql -X -q -v ON_ERROR_STOP=1 -At "$@"
+}
+
+now() {
+	date +%s.%N
+}
+
+elapsed() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'
+}
+
+echo "== bench/bridge.sh: $COUNT events of $DATE over $PARTITIONS partitions"
+
+"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$TOPIC" "$PARTITIONS" >/dev/null
+t0=$(now)
+"$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$TOPIC" --count "$COUNT" \
+	--date "$DATE" --timestamp event
+t1=$(now)
+echo "fill:     $(elapsed "$t0" "$t1") s"
+
+psql_q <<SQL
+CREATE EXTENSION IF NOT EXISTS kafka_lake CASCADE;
+DO \$\$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_foreign_server WHERE srvname = '$SERVER') THEN
+        EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers %L)',
+                       '$SERVER', '$KL_BOOTSTRAP');
+    ELSE
+        EXECUTE format('ALTER SERVER %I OPTIONS (SET brokers %L)', '$SERVER', '$KL_BOOTSTRAP');
+    END IF;
+END
+\$\$;
+SELECT kafka_lake.create_source('$SOURCE', '$SERVER', '$TOPIC');
+SQL
+
+# land until every event is accepted (one call normally suffices)
+t0=$(now)
+accepted=0
+for attempt in 1 2 3 4 5; do
+	psql_q -c "SELECT sum(accepted) FROM kafka_lake.land('$SOURCE', max_records => $COUNT + 1000, timeout => '600 s')" >/dev/null
+	accepted=$(psql_q -c "SELECT coalesce(sum(accepted_count), 0) FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id) WHERE s.source = '$SOURCE'")
+	[ "$accepted" -ge "$COUNT" ] && break
+done
+t1=$(now)
+echo "land:     $(elapsed "$t0" "$t1") s ($accepted accepted)"
+if [ "$accepted" -ne "$COUNT" ]; then
+	echo "bench/bridge.sh: expected $COUNT accepted events, found $accepted" >&2
+	exit 1
+fi
+
+# let the landing's aftermath settle (autovacuum of the catalog, and of
+# silver after an earlier run's drop_source; dirty buffers), so that the
+# bridge is measured, not the background work it would compete with on a
+# small machine
+psql_q -c "VACUUM ANALYZE kafka_lake.accepted_events" -c "VACUUM ANALYZE kafka_lake.batches" \
+	-c "VACUUM ANALYZE kafka_lake.coordinates" -c "VACUUM kafka_lake.silver_machine_events" \
+	-c "CHECKPOINT" >/dev/null
+
+steps=$(mktemp)
+t0=$(now)
+result=$(psql_q -F ' ' -c "SET client_min_messages = debug1" \
+	-c "SELECT source_hash, selected_events, run_status, silver_rows, gold_rows, snapshot_status FROM kafka_lake.bridge('$SOURCE', '$DATE')" 2>"$steps")
+t1=$(now)
+sed -n 's/^DEBUG:  kafka_lake bridge of "[^"]*" [0-9-]*: /          /p' "$steps"
+rm -f "$steps"
+bridge_time=$(elapsed "$t0" "$t1")
+read -r source_hash selected run_status silver_rows gold_rows snapshot_status <<<"$result"
+echo "bridge:   $bridge_time s (selected $selected, run $run_status, silver $silver_rows, gold $gold_rows, snapshot $snapshot_status)"
+if [ "$selected" -ne "$COUNT" ] || [ "$run_status" != processed ]; then
+	echo "bench/bridge.sh: unexpected bridge result: $result" >&2
+	exit 1
+fi
+
+csv=$(psql_q -c "LOAD 'kafka_lake'" -c "SELECT (CASE WHEN current_setting('kafka_lake.landing_dir') LIKE '/%'
+                                THEN current_setting('kafka_lake.landing_dir')
+                                ELSE current_setting('data_directory') || '/' || current_setting('kafka_lake.landing_dir') END)
+                        || '/' || a.path
+                 FROM kafka_lake.adapter_versions a JOIN kafka_lake.sources s USING (source_id)
+                 WHERE s.source = '$SOURCE' AND a.source_hash = '$source_hash'")
+bytes=$(stat -c %s "$csv")
+echo "csv:      $csv ($bytes bytes)"
+
+# sort: as the caller's shell would run it, and in the C locale (faster,
+# hence the stricter baseline); the ratio is printed for both
+t0=$(now)
+sort -o /dev/null "$csv"
+t1=$(now)
+sort_time=$(elapsed "$t0" "$t1")
+t0=$(now)
+LC_ALL=C sort -o /dev/null "$csv"
+t1=$(now)
+sort_c_time=$(elapsed "$t0" "$t1")
+t0=$(now)
+sum=$(sha256sum "$csv" | cut -d' ' -f1)
+t1=$(now)
+sha_time=$(elapsed "$t0" "$t1")
+echo "sort:     $sort_time s (locale ${LC_ALL:-${LC_COLLATE:-${LANG:-C}}}); LC_ALL=C sort: $sort_c_time s"
+echo "sha256sum: $sha_time s"
+if [ "$sum" != "$source_hash" ]; then
+	echo "bench/bridge.sh: sha256sum $sum differs from source_hash $source_hash" >&2
+	exit 1
+fi
+
+awk -v b="$bridge_time" -v s="$sort_time" -v c="$sort_c_time" -v h="$sha_time" 'BEGIN {
+	printf "ratio:    bridge / (sort + sha256sum)         = %.3f / (%.3f + %.3f) = %.2f (target <= 3)\n", b, s, h, b / (s + h);
+	printf "ratio:    bridge / (LC_ALL=C sort + sha256sum) = %.3f / (%.3f + %.3f) = %.2f\n", b, c, h, b / (c + h);
+}'
+
+if [ "${KEEP:-0}" != 1 ]; then
+	psql_q -c "SELECT kafka_lake.drop_source('$SOURCE', drop_landing => true)" >/dev/null
+fi
