@@ -53,6 +53,8 @@ CREATE TABLE kafka_lake.sources (
     group_id    text NOT NULL CHECK (group_id <> ''),
     contract    text NOT NULL CHECK (contract IN ('machine_event_v1')),
     cluster_id  text,
+    -- kafka_lake.landing_dir when the source was created: its files stay there
+    landing_dir text NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE kafka_lake.sources IS

@@ -30,7 +30,11 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "access/xact.h"
+#include "storage/fd.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -260,8 +264,8 @@ kl_source_lookup(const char *name)
 	MemoryContext caller = CurrentMemoryContext;
 
 	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT source_id, source, server, topic, group_id, contract, cluster_id "
-				"FROM kafka_lake.sources WHERE source = $1",
+	kl_spi_exec("SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
+				" landing_dir FROM kafka_lake.sources WHERE source = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -284,10 +288,10 @@ kl_source_lookup(const char *name)
 		src->group_id = SPI_getvalue(tup, desc, 5);
 		src->contract = SPI_getvalue(tup, desc, 6);
 		src->cluster_id = SPI_getvalue(tup, desc, 7);
+		src->dir = psprintf("%s/%s", SPI_getvalue(tup, desc, 8), src->source);
 		MemoryContextSwitchTo(old);
 	}
 	kl_catalog_end(cs);
-	src->dir = kl_source_dir(src->source);
 	return src;
 }
 
@@ -910,6 +914,47 @@ kl_unlock_partition(KlSource *src, int32 partition)
 }
 
 /*
+ * kl_claim_source_dir
+ *		Make the source's directory and mark it as this database's.  The
+ *		landing directory belongs to the cluster while sources belong to a
+ *		database: a directory left by a source of the same name in another
+ *		database must not be adopted here.  One left by this database (a
+ *		source dropped with drop_landing => false) is adopted on purpose.
+ */
+static void
+kl_claim_source_dir(const char *dir, const char *source)
+{
+	char	   *marker = psprintf("%s/.kafka_lake_source", dir);
+	char	   *expected = psprintf("database %u source %s\n", MyDatabaseId, source);
+	size_t		len;
+	char	   *found;
+
+	kl_make_dirs(dir);
+	found = kl_read_whole_file(marker, &len);
+	if (found != NULL)
+	{
+		if (strcmp(found, expected) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("landing directory \"%s\" belongs to another database", dir),
+					 errdetail("Its marker says: %s", pnstrdup(found, strcspn(found, "\n"))),
+					 errhint("Choose another source name, or give each database its own kafka_lake.landing_dir (ALTER DATABASE ... SET kafka_lake.landing_dir = ...).")));
+		return;
+	}
+	{
+		int			fd = OpenTransientFile(marker, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+
+		if (fd < 0 || write(fd, expected, strlen(expected)) != (ssize_t) strlen(expected) ||
+			pg_fsync(fd) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write \"%s\": %m", marker)));
+		CloseTransientFile(fd);
+		fsync_fname(dir, true);
+	}
+}
+
+/*
  * kafka_lake_create_source
  *		create_source(source, server, topic, group_id, contract): record a
  *		source and create its foreign table kafka_lake.<source>_records.
@@ -925,8 +970,9 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	char	   *contract;
 	ForeignServer *fs;
 	StringInfoData sql;
-	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[5];
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[6];
+	char	   *root;
 
 	for (int i = 0; i < 3; i++)
 	{
@@ -961,6 +1007,8 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	values[2] = CStringGetTextDatum(topic);
 	values[3] = CStringGetTextDatum(group_id);
 	values[4] = CStringGetTextDatum(contract);
+	root = kl_landing_root();
+	values[5] = CStringGetTextDatum(root);
 
 	cs = kl_catalog_begin();
 	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source = $1",
@@ -970,9 +1018,10 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("source \"%s\" already exists", source),
 				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
-	kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract)"
-				" VALUES ($1, $2, $3, $4, $5)",
-				5, types, values, NULL, SPI_OK_INSERT);
+	kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
+				" landing_dir) VALUES ($1, $2, $3, $4, $5, $6)",
+				6, types, values, NULL, SPI_OK_INSERT);
+	kl_claim_source_dir(psprintf("%s/%s", root, source), source);
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,

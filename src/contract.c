@@ -188,7 +188,9 @@ kl_parse_iso_date(const char *s, int len, DateADT *result)
 /*
  * kl_valid_iso_timestamptz
  *		Is s an ISO-8601 timestamp with a zone?  Accepts
- *		YYYY-MM-DD(T| )hh:mm[:ss[.fraction]](Z|+hh:mm|+hhmm|+hh).
+ *		YYYY-MM-DD(T| )hh:mm[:ss[.fraction]](Z|+hh:mm|+hhmm|+hh), with an
+ *		offset of at most 15:59 (what PostgreSQL's timestamptz reads; real
+ *		zones span -12:00 to +14:00).
  */
 bool
 kl_valid_iso_timestamptz(const char *s, int len)
@@ -218,7 +220,7 @@ kl_valid_iso_timestamptz(const char *s, int len)
 		if (end - p < 3 || (ss = kl_digits(p + 1, 2)) < 0 || ss > 59)
 			return false;
 		p += 3;
-		if (p < end && (*p == '.' || *p == ','))
+		if (p < end && *p == '.')
 		{
 			const char *f = ++p;
 
@@ -252,7 +254,8 @@ kl_valid_iso_timestamptz(const char *s, int len)
 		}
 		else
 			return false;
-		return oh >= 0 && oh <= 23 && om >= 0 && om <= 59;
+		/* PostgreSQL's timestamptz takes offsets up to 15:59 */
+		return oh >= 0 && oh <= 15 && om >= 0 && om <= 59;
 	}
 	return false;
 }

@@ -325,7 +325,6 @@ extern void kl_unlock_partition(KlSource *src, int32 partition);
 extern const char *const kl_file_names[KL_NFILES];
 extern const char *const kl_status_names[KL_NFILES];
 extern char *kl_landing_root(void);
-extern char *kl_source_dir(const char *source);
 extern char *kl_partition_dir(KlSource *src, int32 partition);
 extern void kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
 						  KlLandedBatch *out);

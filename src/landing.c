@@ -95,16 +95,6 @@ kl_landing_root(void)
 }
 
 /*
- * kl_source_dir
- *		The directory of one source.
- */
-char *
-kl_source_dir(const char *source)
-{
-	return psprintf("%s/%s", kl_landing_root(), source);
-}
-
-/*
  * kl_partition_dir
  *		The directory of one partition of a source's topic.
  */

@@ -1,5 +1,5 @@
 -- test/pgtap/12_sources.sql: create_source/drop_source and the name rules.  Needs the broker.
-SELECT plan(19);
+SELECT plan(22);
 SELECT kl_test.server('s_srv');
 
 SELECT throws_ok($$SELECT kafka_lake.create_source('Bad-Name', 's_srv', 't1')$$, '42602', NULL,
@@ -39,6 +39,22 @@ SELECT throws_ok($$SELECT * FROM kafka_lake.land('no_such_source')$$, '42704', N
 
 SELECT lives_ok($$SELECT kafka_lake.drop_source('s_a')$$, 'drop_source works');
 SELECT hasnt_foreign_table('kafka_lake', 's_a_records', 'its foreign table is gone');
+
+-- the landing directory is the cluster's, sources are a database's: no sharing by accident
+SELECT lives_ok($$SELECT kafka_lake.create_source('s_b', 's_srv', 'shared.topic')$$, 'source s_b in this database');
+CREATE DATABASE kl_other;
+SELECT format('dbname=kl_other host=%s port=%s', current_setting('unix_socket_directories'),
+              current_setting('port')) AS other \gset
+SELECT dblink_exec(:'other', 'CREATE EXTENSION kafka_lake CASCADE');
+SELECT dblink_exec(:'other', format($$CREATE SERVER s_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers %L)$$,
+                                    kl_test.bootstrap()));
+SELECT is(dblink_exec(:'other', $$DO 'BEGIN PERFORM kafka_lake.create_source(''s_b'', ''s_srv'', ''shared.topic''); END'$$, false),
+          'ERROR', 'another database cannot create a source over this one''s landing directory');
+SELECT is(dblink_exec(:'other', $$DO 'BEGIN PERFORM kafka_lake.create_source(''s_c'', ''s_srv'', ''shared.topic''); END'$$, false),
+          'DO', 'under another name it can');
+SELECT kafka_lake.drop_source('s_b', drop_landing => true);
+SELECT dblink_exec(:'other', $$DO 'BEGIN PERFORM kafka_lake.drop_source(''s_c'', drop_landing => true); END'$$);
+DROP DATABASE kl_other;
 
 DROP SERVER s_srv;
 SELECT * FROM finish();
