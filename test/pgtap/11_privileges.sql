@@ -1,5 +1,5 @@
 -- test/pgtap/11_privileges.sql: what a plain role may not do.  Needs no broker.
-SELECT plan(16);
+SELECT plan(18);
 
 -- the settings exist once the library is loaded in the session (any kafka_lake
 -- function loads it; session_preload_libraries can load it at connection)
@@ -19,6 +19,9 @@ SELECT throws_ok($$SELECT * FROM kafka_lake.verify('p_src')$$, '42501', NULL, 'v
 SELECT throws_ok($$SELECT * FROM kafka_lake.lag('p_src')$$, '42501', NULL, 'lag is not for PUBLIC');
 SELECT throws_ok($$SELECT kafka_lake.produce('p_srv', 'p.topic', '\x00')$$, '42501', NULL,
   'produce is not for PUBLIC');
+SELECT throws_ok($$SELECT * FROM kafka_lake.bridge('p_src', '2026-06-29')$$, '42501', NULL,
+  'bridge is not for PUBLIC');
+SELECT throws_ok($$SELECT * FROM kafka_lake.gold_as_of(1)$$, '42501', NULL, 'gold_as_of is not for PUBLIC');
 SELECT throws_ok($$SELECT * FROM kafka_lake.batches$$, '42501', NULL, 'the catalog is not readable by PUBLIC');
 
 SELECT throws_ok($$SET kafka_lake.landing_dir = '/tmp/elsewhere'$$, '42501', NULL,
