@@ -538,119 +538,6 @@ kl_forget_created(const char *path)
  */
 
 /*
- * kl_two_digits
- *		Value of two decimal digits at p, or -1.
- */
-static inline int
-kl_two_digits(const char *p)
-{
-	if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9')
-		return -1;
-	return (p[0] - '0') * 10 + (p[1] - '0');
-}
-
-/*
- * kl_parse_event_time
- *		The instant an event_time names, for every form the contract
- *		accepts: YYYY-MM-DD(T|t| )hh:mm[:ss[(.|,)fraction]](Z|z|+hh|+hhmm|+hh:mm).
- *		Fractions are rounded to microseconds the way timestamptz_in rounds
- *		them, so silver holds what a cast of the text would give.
- */
-bool
-kl_parse_event_time(const char *s, int len, TimestampTz *result)
-{
-	const char *p = s + 10;
-	const char *end = s + len;
-	DateADT		day;
-	int			hh,
-				mi,
-				ss = 0;
-	int64		usec = 0;
-	int64		offset_sec = 0;
-	int64		secs;
-
-	if (len < 17 || !kl_parse_iso_date(s, 10, &day))
-		return false;
-	if (*p != 'T' && *p != 't' && *p != ' ')
-		return false;
-	p++;
-	if (end - p < 5 || p[2] != ':')
-		return false;
-	hh = kl_two_digits(p);
-	mi = kl_two_digits(p + 3);
-	if (hh < 0 || hh > 23 || mi < 0 || mi > 59)
-		return false;
-	p += 5;
-	if (p < end && *p == ':')
-	{
-		if (end - p < 3 || (ss = kl_two_digits(p + 1)) < 0 || ss > 59)
-			return false;
-		p += 3;
-		if (p < end && (*p == '.' || *p == ','))
-		{
-			const char *f = ++p;
-			int			ndigits;
-
-			while (p < end && *p >= '0' && *p <= '9')
-				p++;
-			ndigits = p - f;
-			if (ndigits == 0 || ndigits > 9)
-				return false;
-			if (ndigits <= 6)
-			{
-				for (int i = 0; i < 6; i++)
-					usec = usec * 10 + (i < ndigits ? f[i] - '0' : 0);
-			}
-			else
-			{
-				char		buf[16];
-
-				buf[0] = '0';
-				buf[1] = '.';
-				memcpy(buf + 2, f, ndigits);
-				buf[2 + ndigits] = '\0';
-				usec = (int64) rint(strtod(buf, NULL) * 1000000.0);
-			}
-		}
-	}
-	if (p >= end)
-		return false;
-	if ((*p == 'Z' || *p == 'z') && p + 1 == end)
-		offset_sec = 0;
-	else if (*p == '+' || *p == '-')
-	{
-		int			sign = (*p == '-') ? -1 : 1;
-		int			oh,
-					om = 0;
-
-		p++;
-		if (end - p == 2)
-			oh = kl_two_digits(p);
-		else if (end - p == 4)
-		{
-			oh = kl_two_digits(p);
-			om = kl_two_digits(p + 2);
-		}
-		else if (end - p == 5 && p[2] == ':')
-		{
-			oh = kl_two_digits(p);
-			om = kl_two_digits(p + 3);
-		}
-		else
-			return false;
-		if (oh < 0 || oh > 23 || om < 0 || om > 59)
-			return false;
-		offset_sec = sign * (oh * 3600 + om * 60);
-	}
-	else
-		return false;
-
-	secs = (int64) day * SECS_PER_DAY + hh * 3600 + mi * 60 + ss - offset_sec;
-	*result = secs * USECS_PER_SEC + usec;
-	return IS_VALID_TIMESTAMP(*result);
-}
-
-/*
  * kl_date_text
  *		A date as YYYY-MM-DD.
  */
@@ -679,20 +566,6 @@ kl_bridge_step_done(KlBridge *b, const char *step)
 							 b->src->source, b->date_text, step,
 							 (double) (now - b->step_start) / USECS_PER_SEC)));
 	b->step_start = now;
-}
-
-/*
- * kl_bridge_relid
- *		A relation of schema kafka_lake, by name.
- */
-static Oid
-kl_bridge_relid(const char *relname)
-{
-	Oid			relid = get_relname_relid(relname, get_namespace_oid("kafka_lake", false));
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "kafka_lake catalog relation \"%s\" is missing", relname);
-	return relid;
 }
 
 /*
@@ -1914,7 +1787,7 @@ kl_silver_open(KlSilverWriter *w, MemoryContext cxt)
 	int			i = 0;
 
 	memset(w, 0, sizeof(*w));
-	w->rel = table_open(kl_bridge_relid("silver_machine_events"), RowExclusiveLock);
+	w->rel = table_open(kl_catalog_relid("silver_machine_events"), RowExclusiveLock);
 	kl_bridge_check_silver_layout(w->rel);
 	w->estate = CreateExecutorState();
 	index_oids = RelationGetIndexList(w->rel);

@@ -450,7 +450,7 @@ kl_array_of(Datum *elems, int n, Oid type)
  * kl_catalog_relid
  *		A relation of schema kafka_lake, by name.
  */
-static Oid
+Oid
 kl_catalog_relid(const char *relname)
 {
 	Oid			relid = get_relname_relid(relname, get_namespace_oid("kafka_lake", false));

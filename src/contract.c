@@ -34,6 +34,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 #include "utils/date.h"
@@ -186,20 +188,40 @@ kl_parse_iso_date(const char *s, int len, DateADT *result)
 }
 
 /*
- * kl_valid_iso_timestamptz
- *		Is s an ISO-8601 timestamp with a zone?  Accepts
- *		YYYY-MM-DD(T| )hh:mm[:ss[.fraction]](Z|+hh:mm|+hhmm|+hh), with an
- *		offset of at most 15:59 (what PostgreSQL's timestamptz reads; real
- *		zones span -12:00 to +14:00).
+ * kl_two_digits
+ *		Value of two decimal digits at p, or -1.
+ */
+static inline int
+kl_two_digits(const char *p)
+{
+	if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9')
+		return -1;
+	return (p[0] - '0') * 10 + (p[1] - '0');
+}
+
+/*
+ * kl_parse_event_time
+ *		The instant an ISO-8601 timestamp with a zone names, or false when it
+ *		is not one: YYYY-MM-DD(T|t| )hh:mm[:ss[.fraction]](Z|z|+hh|+hhmm|+hh:mm),
+ *		a real date, an offset of at most 15:59 (what PostgreSQL's
+ *		timestamptz reads; real zones span -12:00 to +14:00).  This is the
+ *		contract's rule for event_time, the bridge's natural key and the
+ *		foreign table's fast path to timestamptz.
+ *		Fractions are rounded to microseconds the way timestamptz_in rounds
+ *		them, so silver holds what a cast of the text would give.
  */
 bool
-kl_valid_iso_timestamptz(const char *s, int len)
+kl_parse_event_time(const char *s, int len, TimestampTz *result)
 {
-	DateADT		day;
 	const char *p = s + 10;
 	const char *end = s + len;
+	DateADT		day;
 	int			hh,
-				mi;
+				mi,
+				ss = 0;
+	int64		usec = 0;
+	int64		offset_sec = 0;
+	int64		secs;
 
 	if (len < 17 || !kl_parse_iso_date(s, 10, &day))
 		return false;
@@ -208,56 +230,91 @@ kl_valid_iso_timestamptz(const char *s, int len)
 	p++;
 	if (end - p < 5 || p[2] != ':')
 		return false;
-	hh = kl_digits(p, 2);
-	mi = kl_digits(p + 3, 2);
+	hh = kl_two_digits(p);
+	mi = kl_two_digits(p + 3);
 	if (hh < 0 || hh > 23 || mi < 0 || mi > 59)
 		return false;
 	p += 5;
 	if (p < end && *p == ':')
 	{
-		int			ss;
-
-		if (end - p < 3 || (ss = kl_digits(p + 1, 2)) < 0 || ss > 59)
+		if (end - p < 3 || (ss = kl_two_digits(p + 1)) < 0 || ss > 59)
 			return false;
 		p += 3;
 		if (p < end && *p == '.')
 		{
 			const char *f = ++p;
+			int			ndigits;
 
 			while (p < end && *p >= '0' && *p <= '9')
 				p++;
-			if (p == f || p - f > 9)
+			ndigits = p - f;
+			if (ndigits == 0 || ndigits > 9)
 				return false;
+			if (ndigits <= 6)
+			{
+				for (int i = 0; i < 6; i++)
+					usec = usec * 10 + (i < ndigits ? f[i] - '0' : 0);
+			}
+			else
+			{
+				char		buf[16];
+
+				buf[0] = '0';
+				buf[1] = '.';
+				memcpy(buf + 2, f, ndigits);
+				buf[2 + ndigits] = '\0';
+				usec = (int64) rint(strtod(buf, NULL) * 1000000.0);
+			}
 		}
 	}
 	if (p >= end)
-		return false;			/* no zone */
+		return false;
 	if ((*p == 'Z' || *p == 'z') && p + 1 == end)
-		return true;
-	if (*p == '+' || *p == '-')
+		offset_sec = 0;
+	else if (*p == '+' || *p == '-')
 	{
+		int			sign = (*p == '-') ? -1 : 1;
 		int			oh,
 					om = 0;
 
 		p++;
 		if (end - p == 2)
-			oh = kl_digits(p, 2);
+			oh = kl_two_digits(p);
 		else if (end - p == 4)
 		{
-			oh = kl_digits(p, 2);
-			om = kl_digits(p + 2, 2);
+			oh = kl_two_digits(p);
+			om = kl_two_digits(p + 2);
 		}
 		else if (end - p == 5 && p[2] == ':')
 		{
-			oh = kl_digits(p, 2);
-			om = kl_digits(p + 3, 2);
+			oh = kl_two_digits(p);
+			om = kl_two_digits(p + 3);
 		}
 		else
 			return false;
 		/* PostgreSQL's timestamptz takes offsets up to 15:59 */
-		return oh >= 0 && oh <= 15 && om >= 0 && om <= 59;
+		if (oh < 0 || oh > 15 || om < 0 || om > 59)
+			return false;
+		offset_sec = sign * (oh * 3600 + om * 60);
 	}
-	return false;
+	else
+		return false;
+
+	secs = (int64) day * SECS_PER_DAY + hh * 3600 + mi * 60 + ss - offset_sec;
+	*result = secs * USECS_PER_SEC + usec;
+	return IS_VALID_TIMESTAMP(*result);
+}
+
+/*
+ * kl_valid_iso_timestamptz
+ *		Is s an ISO-8601 timestamp with a zone (see kl_parse_event_time)?
+ */
+bool
+kl_valid_iso_timestamptz(const char *s, int len)
+{
+	TimestampTz t;
+
+	return kl_parse_event_time(s, len, &t);
 }
 
 /*

@@ -1603,89 +1603,6 @@ kl_json_cstring(const KlJsonValue *v)
 }
 
 /*
- * kl_digits
- *		Value of n decimal digits, or -1.
- */
-static inline int
-kl_digits(const char *p, int n)
-{
-	int			v = 0;
-
-	for (int i = 0; i < n; i++)
-	{
-		if (p[i] < '0' || p[i] > '9')
-			return -1;
-		v = v * 10 + (p[i] - '0');
-	}
-	return v;
-}
-
-/*
- * kl_fast_timestamptz
- *		YYYY-MM-DDThh:mm:ss[.ffffff](Z|+hh:mm|-hh:mm), the form land() keeps,
- *		computed exactly as timestamptz_in would (tm2timestamp with an
- *		explicit zone).  false for anything else, which then goes through
- *		timestamptz_in itself.
- */
-static bool
-kl_fast_timestamptz(const char *s, int len, TimestampTz *result)
-{
-	const char *p = s + 19;
-	const char *end = s + len;
-	struct pg_tm tm;
-	fsec_t		fsec = 0;
-	int			tz;
-
-	if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') ||
-		s[13] != ':' || s[16] != ':')
-		return false;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = kl_digits(s, 4);
-	tm.tm_mon = kl_digits(s + 5, 2);
-	tm.tm_mday = kl_digits(s + 8, 2);
-	tm.tm_hour = kl_digits(s + 11, 2);
-	tm.tm_min = kl_digits(s + 14, 2);
-	tm.tm_sec = kl_digits(s + 17, 2);
-	if (tm.tm_year < 1 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
-		tm.tm_mday > day_tab[isleap(tm.tm_year)][tm.tm_mon - 1] ||
-		tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 ||
-		tm.tm_sec < 0 || tm.tm_sec > 59)
-		return false;
-	if (*p == '.')
-	{
-		int			ndigits = 0;
-
-		p++;
-		while (p < end && *p >= '0' && *p <= '9' && ndigits < 6)
-		{
-			fsec = fsec * 10 + (*p - '0');
-			ndigits++;
-			p++;
-		}
-		if (ndigits == 0 || (p < end && *p >= '0' && *p <= '9'))
-			return false;		/* more than 6 digits: timestamptz_in rounds */
-		for (; ndigits < 6; ndigits++)
-			fsec *= 10;
-	}
-	if (p >= end)
-		return false;			/* no zone: the session's TimeZone decides */
-	if (*p == 'Z' && p + 1 == end)
-		tz = 0;
-	else if ((*p == '+' || *p == '-') && end - p == 6 && p[3] == ':')
-	{
-		int			hh = kl_digits(p + 1, 2);
-		int			mm = kl_digits(p + 4, 2);
-
-		if (hh < 0 || hh > 14 || mm < 0 || mm > 59)
-			return false;
-		tz = (hh * SECS_PER_HOUR + mm * SECS_PER_MINUTE) * (*p == '+' ? -1 : 1);
-	}
-	else
-		return false;
-	return tm2timestamp(&tm, fsec, &tz, result) == 0;
-}
-
-/*
  * kl_input_function_call
  *		The column type's input function; a data error it raises gets a
  *		hint about the column's declaration (the error context names the
@@ -1777,7 +1694,7 @@ kl_field_datum(KlScanState *st, KlAttr *a, const KlJsonValue *v, bool *isnull)
 			{
 				TimestampTz ts;
 
-				if (kl_fast_timestamptz(v->start + 1, v->len - 2, &ts))
+				if (kl_parse_event_time(v->start + 1, v->len - 2, &ts))
 					return TimestampTzGetDatum(ts);
 			}
 			break;

@@ -197,6 +197,7 @@ extern const char *kl_contract_validate(const char *value, size_t len, KlEvent *
 extern void kl_event_append_json(StringInfo out, const KlEvent *ev);
 extern bool kl_parse_iso_date(const char *s, int len, DateADT *result);
 extern bool kl_valid_iso_timestamptz(const char *s, int len);
+extern bool kl_parse_event_time(const char *s, int len, TimestampTz *result);
 
 /* ---------- in digest.c ---------- */
 typedef struct KlSha256
@@ -304,6 +305,7 @@ typedef struct KlCatalogSave
 	int			sec_context;
 } KlCatalogSave;
 
+extern Oid	kl_catalog_relid(const char *relname);
 extern KlCatalogSave kl_catalog_begin(void);
 extern void kl_catalog_end(KlCatalogSave save);
 extern void kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id);
@@ -486,6 +488,5 @@ extern int	kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields);
 extern void kl_csv_close(KlCsvReader *r);
 
 /* ---------- in bridge.c ---------- */
-extern bool kl_parse_event_time(const char *s, int len, TimestampTz *result);
 
 #endif							/* KAFKA_LAKE_H */

@@ -100,3 +100,23 @@ LANGUAGE sql AS $$
     (SELECT value FROM kl_test.env WHERE name = 'broker'),
     (SELECT value FROM kl_test.env WHERE name = 'broker_dir') || '.' || name, args))
 $$;
+
+-- kl_test.crc32c(bytes): CRC-32C computed in SQL, independently of kafka_lake's C code
+CREATE FUNCTION kl_test.crc32c(data bytea) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  tbl bigint[] := '{}';
+  c bigint;
+  crc bigint := 4294967295;
+BEGIN
+  FOR n IN 0..255 LOOP
+    c := n;
+    FOR k IN 1..8 LOOP
+      IF c & 1 = 1 THEN c := (c >> 1) # 2197175160; ELSE c := c >> 1; END IF;
+    END LOOP;
+    tbl := tbl || c;
+  END LOOP;
+  FOR i IN 0..length(data) - 1 LOOP
+    crc := tbl[((crc # get_byte(data, i)) & 255) + 1] # (crc >> 8);
+  END LOOP;
+  RETURN crc # 4294967295;
+END $$;

@@ -21,25 +21,6 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 
 -- CRC-32C (Castagnoli), as landing.c computes it for the manifest
-CREATE FUNCTION pg_temp.crc32c(data bytea) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  tbl bigint[] := '{}';
-  c bigint;
-  crc bigint := 4294967295;
-BEGIN
-  FOR n IN 0..255 LOOP
-    c := n;
-    FOR k IN 1..8 LOOP
-      IF c & 1 = 1 THEN c := (c >> 1) # 2197175160; ELSE c := c >> 1; END IF;
-    END LOOP;
-    tbl := tbl || c;
-  END LOOP;
-  FOR i IN 0..length(data) - 1 LOOP
-    crc := tbl[((crc # get_byte(data, i)) & 255) + 1] # (crc >> 8);
-  END LOOP;
-  RETURN crc # 4294967295;
-END $$;
-
 \o /dev/null
 SELECT kl_test.server('fdw42_kafka');
 SELECT kl_test.broker('create fdw42.events 1');
@@ -63,7 +44,7 @@ SELECT batch_id AS b5, path AS p5 FROM fdw42_b WHERE n = 5 \gset
 SELECT is((SELECT count(*)::int FROM fdw42_b), 5, 'five batches');
 SELECT is((SELECT count(*)::int FROM kafka_lake.fdw42_records), 25, 'before: 25 records');
 SELECT is((SELECT count(*)::int FROM kafka_lake.verify('fdw42')), 0, 'before: verify finds nothing');
-SELECT is(pg_temp.crc32c(pg_read_binary_file(:'p1')),
+SELECT is(kl_test.crc32c(pg_read_binary_file(:'p1')),
           (SELECT file_crc32c[1] FROM kafka_lake.batches WHERE batch_id = :'b1'),
           'the test''s CRC-32C agrees with the catalog''s');
 
@@ -121,7 +102,7 @@ SELECT ok((SELECT bool_and(detail IS NOT NULL AND topic = 'fdw42.events' AND par
 \o /dev/null
 SELECT kl_test.sh(format('printf [ | dd of=%s bs=1 seek=0 conv=notrunc 2>/dev/null', :'p5'));
 \o
-UPDATE kafka_lake.batches SET file_crc32c[1] = pg_temp.crc32c(pg_read_binary_file(:'p5'))
+UPDATE kafka_lake.batches SET file_crc32c[1] = kl_test.crc32c(pg_read_binary_file(:'p5'))
  WHERE batch_id = :'b5';
 SELECT matches(pg_temp.error_of(format('SELECT event_id FROM kafka_lake.fdw42_records WHERE batch_id = %L', :'b5')),
                format('^XX001\nlanded line is malformed: expected an object\n.*CONTEXT: kafka_lake source "fdw42", batch %s, file accepted.jsonl, line 1\n', :'b5'),

@@ -9,25 +9,6 @@
 SET client_min_messages = warning;
 SELECT plan(13);
 
-CREATE FUNCTION pg_temp.crc32c(data bytea) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  tbl bigint[] := '{}';
-  c bigint;
-  crc bigint := 4294967295;
-BEGIN
-  FOR n IN 0..255 LOOP
-    c := n;
-    FOR k IN 1..8 LOOP
-      IF c & 1 = 1 THEN c := (c >> 1) # 2197175160; ELSE c := c >> 1; END IF;
-    END LOOP;
-    tbl := tbl || c;
-  END LOOP;
-  FOR i IN 0..length(data) - 1 LOOP
-    crc := tbl[((crc # get_byte(data, i)) & 255) + 1] # (crc >> 8);
-  END LOOP;
-  RETURN crc # 4294967295;
-END $$;
-
 \o /dev/null
 SELECT kl_test.server('fdw47_kafka');
 SELECT kl_test.broker('create fdw47.events 1');
@@ -54,7 +35,7 @@ SELECT kl_test.sh(format('echo %s | base64 -d > %s',
 \o
 UPDATE kafka_lake.batches
    SET file_bytes[1] = octet_length(convert_to(:'content', 'UTF8')),
-       file_crc32c[1] = pg_temp.crc32c(convert_to(:'content', 'UTF8'))
+       file_crc32c[1] = kl_test.crc32c(convert_to(:'content', 'UTF8'))
  WHERE batch_id = :'b';
 SELECT is(pg_read_file(:'path'), :'content', 'the file was rewritten');
 
