@@ -20,7 +20,6 @@ EXCEPTION WHEN OTHERS THEN
          || E'\nCONTEXT: ' || coalesce(ctx, '');
 END $$;
 
--- CRC-32C (Castagnoli), as landing.c computes it for the manifest
 \o /dev/null
 SELECT kl_test.server('fdw42_kafka');
 SELECT kl_test.broker('create fdw42.events 1');
