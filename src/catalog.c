@@ -432,8 +432,8 @@ kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
 }
 
 /*
- * kl_uuid_array
- *		A uuid[] of the event keys of the records with status 'a'.
+ * kl_array_of
+ *		A one-dimensional array datum of n elements of a type.
  */
 static Datum
 kl_array_of(Datum *elems, int n, Oid type)

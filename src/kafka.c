@@ -621,25 +621,6 @@ kl_kafka_unassign(KlKafka *kk)
 }
 
 /*
- * kl_kafka_position
- *		The consumer's position in a partition (next offset it will return),
- *		or -1 when it has none yet.
- */
-int64
-kl_kafka_position(KlKafka *kk, const char *topic, int32 partition)
-{
-	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
-	int64		result = -1;
-
-	rd_kafka_topic_partition_list_add(parts, topic, partition);
-	if (rd_kafka_position(kk->rk, parts) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-		parts->elems[0].offset >= 0)
-		result = parts->elems[0].offset;
-	rd_kafka_topic_partition_list_destroy(parts);
-	return result;
-}
-
-/*
  * kl_kafka_poll
  *		Wait up to timeout_ms for the next message.  Returns NULL on timeout,
  *		a message otherwise (the caller destroys it); partition EOF is
@@ -826,6 +807,8 @@ kafka_lake_lag(PG_FUNCTION_ARGS)
 	int			timeout_ms = 10000;
 	int			nparts;
 	int64	   *committed;
+	int64	   *lows;
+	int64	   *highs;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -839,15 +822,17 @@ kafka_lake_lag(PG_FUNCTION_ARGS)
 	kk = kl_kafka_open(src->server, KL_CONSUMER, src->group_id);
 	nparts = kl_kafka_partition_count(kk, src->topic, timeout_ms);
 	committed = palloc(sizeof(int64) * nparts);
+	lows = palloc(sizeof(int64) * nparts);
+	highs = palloc(sizeof(int64) * nparts);
 	kl_kafka_committed(kk, src->topic, nparts, committed, timeout_ms);
+	kl_kafka_all_watermarks(kk, src->topic, nparts, lows, highs, timeout_ms);
 	for (int p = 0; p < nparts; p++)
 	{
 		Datum		values[5];
 		bool		nulls[5] = {0};
-		int64		low,
-					high;
+		int64		low = lows[p],
+					high = highs[p];
 
-		kl_kafka_watermarks(kk, src->topic, p, &low, &high, timeout_ms);
 		values[0] = CStringGetTextDatum(src->topic);
 		values[1] = Int32GetDatum(p);
 		if (committed[p] >= 0)

@@ -109,7 +109,6 @@ extern void kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *off
 extern void kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset);
 extern void kl_kafka_assign(KlKafka *kk, const char *topic, int32 partition, int64 offset);
 extern void kl_kafka_unassign(KlKafka *kk);
-extern int64 kl_kafka_position(KlKafka *kk, const char *topic, int32 partition);
 extern rd_kafka_message_t *kl_kafka_poll(KlKafka *kk, int timeout_ms);
 extern void kl_kafka_hold(KlKafka *kk, rd_kafka_message_t *msg);
 extern void kl_kafka_release_held(KlKafka *kk);

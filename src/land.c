@@ -570,9 +570,9 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 }
 
 /*
- * kl_expected_end
- *		The lowest high watermark a partition can have without having lost
- *		records this source knows about; ERROR below it.
+ * kl_check_high_watermark
+ *		A partition must not end below what this source landed or committed
+ *		there (a re-created topic, data lost on the broker): ERROR if it does.
  */
 static void
 kl_check_high_watermark(KlLandCall *call, int64 high, int64 remembered)
