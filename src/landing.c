@@ -77,6 +77,12 @@ typedef struct KlOutFile
 } KlOutFile;
 
 /* trees to remove when the transaction commits (drop_source) */
+typedef struct KlPendingRemoval
+{
+	char	   *path;
+	SubTransactionId subid;		/* the subtransaction that asked for it */
+} KlPendingRemoval;
+
 static List *kl_trees_to_remove = NIL;
 static bool kl_remove_callback_registered = false;
 
@@ -155,7 +161,8 @@ kl_remove_tree(const char *path)
 
 /*
  * kl_remove_at_commit_callback
- *		Remove the trees queued by kl_remove_tree_at_commit.
+ *		Remove the trees queued by kl_remove_tree_at_commit once the
+ *		transaction has committed; forget them if it aborts.
  */
 static void
 kl_remove_at_commit_callback(XactEvent event, void *arg)
@@ -166,11 +173,11 @@ kl_remove_at_commit_callback(XactEvent event, void *arg)
 	{
 		foreach(cell, kl_trees_to_remove)
 		{
-			const char *path = lfirst(cell);
+			KlPendingRemoval *r = lfirst(cell);
 			struct stat st;
 
-			if (stat(path, &st) == 0)
-				rmtree(path, true);
+			if (stat(r->path, &st) == 0)
+				rmtree(r->path, true);
 		}
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
@@ -181,19 +188,54 @@ kl_remove_at_commit_callback(XactEvent event, void *arg)
 }
 
 /*
+ * kl_remove_at_subxact_callback
+ *		A savepoint rolled back takes its removals with it; one released
+ *		hands them to its parent.
+ */
+static void
+kl_remove_at_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							  SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *cell;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	foreach(cell, kl_trees_to_remove)
+	{
+		KlPendingRemoval *r = lfirst(cell);
+
+		if (r->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			r->subid = parentSubid;
+		else
+		{
+			kl_trees_to_remove = foreach_delete_current(kl_trees_to_remove, cell);
+			pfree(r->path);
+			pfree(r);
+		}
+	}
+}
+
+/*
  * kl_remove_tree_at_commit
- *		Remove a directory tree once the transaction has committed.
+ *		Remove a directory tree once the transaction has committed (unless
+ *		the savepoint that asked for it is rolled back).
  */
 void
 kl_remove_tree_at_commit(const char *path)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	KlPendingRemoval *r = palloc(sizeof(KlPendingRemoval));
 
-	kl_trees_to_remove = lappend(kl_trees_to_remove, pstrdup(path));
+	r->path = pstrdup(path);
+	r->subid = GetCurrentSubTransactionId();
+	kl_trees_to_remove = lappend(kl_trees_to_remove, r);
 	MemoryContextSwitchTo(old);
 	if (!kl_remove_callback_registered)
 	{
 		RegisterXactCallback(kl_remove_at_commit_callback, NULL);
+		RegisterSubXactCallback(kl_remove_at_subxact_callback, NULL);
 		kl_remove_callback_registered = true;
 	}
 }

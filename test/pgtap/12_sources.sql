@@ -1,5 +1,5 @@
 -- test/pgtap/12_sources.sql: create_source/drop_source and the name rules.  Needs the broker.
-SELECT plan(22);
+SELECT plan(25);
 SELECT kl_test.server('s_srv');
 
 SELECT throws_ok($$SELECT kafka_lake.create_source('Bad-Name', 's_srv', 't1')$$, '42602', NULL,
@@ -39,6 +39,25 @@ SELECT throws_ok($$SELECT * FROM kafka_lake.land('no_such_source')$$, '42704', N
 
 SELECT lives_ok($$SELECT kafka_lake.drop_source('s_a')$$, 'drop_source works');
 SELECT hasnt_foreign_table('kafka_lake', 's_a_records', 'its foreign table is gone');
+
+-- drop_landing removes the files when the transaction commits, not when a savepoint rolls back
+SELECT kafka_lake.create_source('s_d', 's_srv', 'drop.topic');
+SELECT kl_test.sh('touch ' || kl_test.landing('s_d') || '/keep-me');
+CREATE FUNCTION pg_temp.drop_in_savepoint() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    PERFORM kafka_lake.drop_source('s_d', drop_landing => true);
+    RAISE EXCEPTION 'roll the savepoint back';
+  EXCEPTION WHEN raise_exception THEN
+    NULL;
+  END;
+END $$;
+SELECT pg_temp.drop_in_savepoint();
+SELECT is((SELECT count(*) FROM pg_ls_dir(kl_test.landing('s_d')) f WHERE f = 'keep-me'), 1::bigint,
+          'a drop_source rolled back with its savepoint removes nothing');
+SELECT lives_ok($$SELECT kafka_lake.drop_source('s_d', drop_landing => true)$$, 'drop_source with drop_landing');
+SELECT is((SELECT count(*) FROM pg_ls_dir(kl_test.landing(''), true, false) f WHERE f = 's_d'), 0::bigint,
+          'removes the landing directory when the transaction commits');
 
 -- the landing directory is the cluster's, sources are a database's: no sharing by accident
 SELECT lives_ok($$SELECT kafka_lake.create_source('s_b', 's_srv', 'shared.topic')$$, 'source s_b in this database');
