@@ -344,6 +344,21 @@ kl_json_type_word(const KlJsonValue *v)
 }
 
 /*
+ * kl_invalid_json
+ *		The reason for a value the JSON reader refused: a NUL byte or invalid
+ *		UTF-8 said as such, anything else with the reader's message.
+ */
+static const char *
+kl_invalid_json(const char *value, size_t len, const char *error, const char *at)
+{
+	if (memchr(value, '\0', len) != NULL)
+		return "value contains a NUL byte";
+	if (!kl_utf8_valid(value, len))
+		return "value is not valid UTF-8";
+	return psprintf("invalid JSON: %s at byte %d", error, (int) (at - value));
+}
+
+/*
  * kl_contract_validate
  *		Check one record value against machine_event_v1.  Returns NULL and
  *		fills *ev when the value is a valid event; otherwise returns the
@@ -367,11 +382,10 @@ kl_contract_validate(const char *value, size_t len, KlEvent *ev)
 	if (len > KL_CONTRACT_MAX_VALUE_BYTES)
 		return psprintf("value of %zu bytes exceeds the contract limit of %d bytes",
 						len, KL_CONTRACT_MAX_VALUE_BYTES);
-	if (memchr(value, '\0', len) != NULL)
-		return "value contains a NUL byte";
-	if (!kl_utf8_valid(value, len))
-		return "value is not valid UTF-8";
-
+	/*
+	 * NUL bytes and invalid UTF-8 are invalid JSON too (the reader checks
+	 * every byte); they are looked for only once parsing failed, to say so.
+	 */
 	kl_json_object_open(&it, value, value + len, KL_JSON_MAX_DEPTH);
 	if (it.error)
 	{
@@ -381,8 +395,7 @@ kl_contract_validate(const char *value, size_t len, KlEvent *ev)
 		/* say what it is, if it is JSON at all */
 		kl_json_init(&doc, value, len, KL_JSON_MAX_DEPTH);
 		if (!kl_json_parse_document(&doc, &top))
-			return psprintf("invalid JSON: %s at byte %d", doc.error,
-							(int) (doc.p - value));
+			return kl_invalid_json(value, len, doc.error, doc.p);
 		return psprintf("value is %s, not a JSON object", kl_json_type_word(&top));
 	}
 
@@ -408,7 +421,7 @@ kl_contract_validate(const char *value, size_t len, KlEvent *ev)
 		fields[f] = val;
 	}
 	if (!kl_json_object_finish(&it))
-		return psprintf("invalid JSON: %s at byte %d", it.error, (int) (it.p - value));
+		return kl_invalid_json(value, len, it.error, it.p);
 	if (deferred)
 		return deferred;
 
