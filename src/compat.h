@@ -40,8 +40,29 @@
 #if PG_VERSION_NUM >= 150000
 #define kl_init_materialized_srf(fcinfo) InitMaterializedSRF((fcinfo), 0)
 #else
-extern void kl_init_materialized_srf_compat(FunctionCallInfo fcinfo);
-#define kl_init_materialized_srf(fcinfo) kl_init_materialized_srf_compat(fcinfo)
+#include "miscadmin.h"
+#include "utils/tuplestore.h"
+
+static inline void
+kl_init_materialized_srf(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext old;
+	TupleDesc	desc;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
+	rsinfo->setDesc = CreateTupleDescCopy(desc);
+	MemoryContextSwitchTo(old);
+}
 #endif
 
 #endif							/* KAFKA_LAKE_COMPAT_H */
