@@ -456,7 +456,10 @@ kl_catalog_relid(const char *relname)
 	Oid			relid = get_relname_relid(relname, get_namespace_oid("kafka_lake", false));
 
 	if (!OidIsValid(relid))
-		elog(ERROR, "kafka_lake catalog relation \"%s\" is missing", relname);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("kafka_lake catalog relation \"kafka_lake.%s\" is missing", relname),
+				 errhint("The extension's catalog was altered; restore it (DROP EXTENSION and CREATE EXTENSION rebuild it, and recover() adopts the landed files).")));
 	return relid;
 }
 
@@ -559,7 +562,11 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	int			ncand = 0;
 
 	if (list_length(indexes) != 1)
-		elog(ERROR, "kafka_lake.accepted_events must have exactly its primary key as index");
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("kafka_lake.accepted_events must have its primary key as its only index"),
+				 errdetail("Landing maintains that index itself."),
+				 errhint("Drop the other indexes of kafka_lake.accepted_events.")));
 	idx = index_open(linitial_oid(indexes), RowExclusiveLock);
 	ii = BuildIndexInfo(idx);
 	for (int i = 0; i < chunk; i++)
