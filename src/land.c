@@ -622,9 +622,10 @@ kl_land_partition(KlLandCall *call)
 	 * anything below the low watermark from there on expired unlanded.
 	 */
 	start = (call->committed >= 0) ? call->committed : low;
-	continue_from = (call->committed >= 0) ? call->committed : Max(remembered, low);
-	if (remembered > 0 && call->committed < 0)
-		continue_from = remembered;
+	if (call->committed >= 0)
+		continue_from = call->committed;
+	else
+		continue_from = (remembered > 0) ? remembered : low;
 
 	if (continue_from < low)
 	{
