@@ -23,6 +23,12 @@ KL_PACKAGES=(build-essential postgresql-15 postgresql-server-dev-15 librdkafka-d
 
 kl_log() { printf '== %s\n' "$*" >&2; }
 
+# kl_as_postgres command...: run a command as the postgres user, from a
+# directory it can enter (the clone may live where postgres cannot go).
+kl_as_postgres() {
+	(cd "${KL_TMP:-/}" && runuser -u postgres -- "$@")
+}
+
 # kl_install_packages: install the Debian packages that are missing.
 kl_install_packages() {
 	local missing=()
@@ -71,7 +77,7 @@ kl_start_cluster() {
 	chown postgres: "$KL_TMP/pg"
 	PGPORT=$(kl_free_port 55432)
 	kl_log "starting PostgreSQL 15 in $KL_TMP/pg on port $PGPORT"
-	runuser -u postgres -- "$KL_PG_BIN/initdb" -D "$KL_TMP/pg/data" -A trust -U postgres \
+	kl_as_postgres "$KL_PG_BIN/initdb" -D "$KL_TMP/pg/data" -A trust -U postgres \
 		--no-sync >/dev/null
 	cat >>"$KL_TMP/pg/data/postgresql.conf" <<-EOF
 		port = $PGPORT
@@ -85,7 +91,7 @@ kl_start_cluster() {
 		lc_messages = 'C'
 	EOF
 	KL_SERVER_LOG=$KL_TMP/pg/server.log
-	runuser -u postgres -- "$KL_PG_BIN/pg_ctl" -D "$KL_TMP/pg/data" -l "$KL_SERVER_LOG" -w -t 60 start >/dev/null
+	kl_as_postgres "$KL_PG_BIN/pg_ctl" -D "$KL_TMP/pg/data" -l "$KL_SERVER_LOG" -w -t 60 start >/dev/null
 	export PGHOST=$KL_TMP/pg PGPORT PGUSER=postgres KL_SERVER_LOG KL_TMP
 	export PATH=$KL_PG_BIN:$PATH
 }
@@ -93,13 +99,16 @@ kl_start_cluster() {
 # kl_start_broker [topic:partitions ...]: start the test broker.
 kl_start_broker() {
 	KL_BROKER_DIR=$KL_TMP/broker
-	mkdir -p "$KL_BROKER_DIR"
+	mkdir -p "$KL_BROKER_DIR" "$KL_TMP/bin"
 	chown postgres: "$KL_BROKER_DIR"
+	# a copy the postgres user can run, wherever the clone lives
+	install -m 755 "$KL_BROKER" "$KL_TMP/bin/kafka_lake_broker"
+	KL_BROKER=$KL_TMP/bin/kafka_lake_broker
 	local args=()
 	for t in "$@"; do args+=(--topic "$t"); done
 	kl_log "starting the test broker (librdkafka mock cluster) in $KL_BROKER_DIR"
 	# as postgres, so that tests can drive it from SQL (COPY ... FROM PROGRAM)
-	runuser -u postgres -- "$KL_BROKER" serve --dir "$KL_BROKER_DIR" "${args[@]}" \
+	kl_as_postgres "$KL_BROKER" serve --dir "$KL_BROKER_DIR" "${args[@]}" \
 		>"$KL_BROKER_DIR/out.log" 2>&1 &
 	KL_BROKER_PID=$!
 	for _ in $(seq 100); do
@@ -116,7 +125,7 @@ kl_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	if [ -n "${KL_TMP:-}" ] && [ -d "$KL_TMP/pg/data" ]; then
-		runuser -u postgres -- "$KL_PG_BIN/pg_ctl" -D "$KL_TMP/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+		kl_as_postgres "$KL_PG_BIN/pg_ctl" -D "$KL_TMP/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
 	fi
 	# private brokers started by tests (kl_test.private_broker)
 	for d in "${KL_BROKER_DIR:-/nonexistent}".*; do
