@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# test/t/35_upgrade.sh: a database created at kafka_lake 1.0 keeps everything it landed and
+# bridged through ALTER EXTENSION kafka_lake UPDATE.  Lands and bridges at 1.0 (two
+# partitions, accepted, duplicate and quarantined records, one published snapshot), updates,
+# and checks that the foreign table reads the same rows, verify() stays clean, the same date
+# bridges to the same source_hash (adapter reused, run skipped, no new snapshot), and landing
+# and bridging go on.  Then a database created at the default version must hold the same
+# extension objects as the updated one.  Needs the broker.
+source "$(dirname "$0")/../lib/tap.sh"
+plan 12
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+db=kl_upgrade
+topic=upgrade.t
+
+"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$topic" 2 >/dev/null
+"$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --count 400 --partitions 2 \
+	--bad-every 50 2>/dev/null
+q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "DROP DATABASE IF EXISTS ${db}_fresh" \
+	-c "CREATE DATABASE $db" -c "CREATE DATABASE ${db}_fresh" >/dev/null
+q -d $db -c "CREATE EXTENSION kafka_lake VERSION '1.0' CASCADE" >/dev/null 2>&1
+is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'")" 1.0 \
+	"the extension is created at 1.0"
+
+q -d $db >/dev/null <<SQL
+CREATE SERVER up_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP');
+SELECT kafka_lake.create_source('up_src', 'up_srv', '$topic');
+SELECT count(*) FROM kafka_lake.land('up_src');
+-- a duplicate event_id at a new coordinate
+SELECT kafka_lake.produce('up_srv', '$topic', value, partition => 1)
+  FROM (SELECT convert_to(event::text, 'UTF8') AS value FROM kafka_lake.up_src_records
+        WHERE status = 'accepted' ORDER BY partition, "offset" LIMIT 1) e;
+SELECT count(*) FROM kafka_lake.land('up_src');
+SQL
+
+state() {
+	q -d $db -c "SELECT string_agg(status || '=' || n, ' ' ORDER BY status) FROM
+		(SELECT status, count(*) AS n FROM kafka_lake.up_src_records GROUP BY status) s" \
+	  -c "SELECT md5(string_agg(partition || ':' || \"offset\" || ':' || fingerprint || ':' || status
+		|| ':' || coalesce(event::text, raw_value), E'\n' ORDER BY partition, \"offset\"))
+		FROM kafka_lake.up_src_records"
+}
+before=$(state)
+bridge1=$(q -d $db -c "SELECT source_hash || ' ' || adapter_status || ' ' || run_status || ' ' || snapshot_status
+	FROM kafka_lake.bridge('up_src', '2026-06-29')")
+gold_before=$(q -d $db -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) FROM kafka_lake.gold_current g")
+hash=${bridge1%% *}
+is "${bridge1#* }" "created processed published" "1.0 bridges the date"
+ok "[ -n '$(q -d $db -c "SELECT 1 FROM kafka_lake.up_src_records WHERE status = 'duplicate_event_id' LIMIT 1")' ]" \
+	"1.0 landed a duplicate_event_id"
+ok "[ -n '$(q -d $db -c "SELECT 1 FROM kafka_lake.up_src_records WHERE status = 'quarantined' LIMIT 1")' ]" \
+	"1.0 landed quarantined records"
+
+ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null 2>'$KL_TMP/upgrade.err'" \
+	"ALTER EXTENSION kafka_lake UPDATE succeeds"
+is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'")" \
+	"$(q -d ${db}_fresh -c "SELECT default_version FROM pg_available_extensions WHERE name = 'kafka_lake'")" \
+	"the extension is at the default version"
+is "$(state)" "$before" "every landed record reads the same after the update"
+is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('up_src')")" 0 "verify() is clean after the update"
+is "$(q -d $db -c "SELECT source_hash || ' ' || adapter_status || ' ' || run_status || ' ' || snapshot_status
+	FROM kafka_lake.bridge('up_src', '2026-06-29')")" "$hash reused skipped skipped" \
+	"the same date bridges to the same source_hash: adapter reused, run skipped, no new snapshot"
+is "$(q -d $db -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) FROM kafka_lake.gold_current g")" \
+	"$gold_before" "gold is unchanged"
+
+# landing and bridging go on after the update
+"$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --count 100 --partitions 2 \
+	--start 401 2>/dev/null
+is "$(q -d $db -c "SELECT sum(accepted) FROM kafka_lake.land('up_src')") $(q -d $db -c "SELECT adapter_status || ' ' || snapshot_status
+	FROM kafka_lake.bridge('up_src', '2026-06-29')")" "100 created published" \
+	"after the update new records land and a new snapshot of the date is published"
+
+# both paths end with the same objects
+members() {
+	q -d "$1" -c "SELECT pg_describe_object(classid, objid, 0) FROM pg_depend
+		WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+		  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'kafka_lake') ORDER BY 1"
+}
+q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+diff <(members $db) <(members ${db}_fresh) >"$KL_TMP/upgrade.diff"
+ok "[ ! -s '$KL_TMP/upgrade.diff' ]" "an updated database and a new one hold the same extension objects"
+[ -s "$KL_TMP/upgrade.diff" ] && diag "$(cat "$KL_TMP/upgrade.diff")"
+
+q -d postgres -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" >/dev/null
