@@ -7,9 +7,23 @@
  * The catalog belongs to the extension's owner.  Its functions are granted
  * by EXECUTE, and the foreign tables by SELECT, so every catalog access here
  * runs as the extension owner (kl_catalog_begin switches the user id the way
- * PostgreSQL's own RI triggers do, with SECURITY_LOCAL_USERID_CHANGE), while
- * everything that decides what a role may do (which user mapping, which
- * Kafka credentials) is resolved beforehand as the calling role.
+ * PostgreSQL's own RI triggers do, with SECURITY_LOCAL_USERID_CHANGE, and
+ * marks the section a security-restricted operation), while everything that
+ * decides what a role may do (which user mapping, which Kafka credentials)
+ * is resolved beforehand as the calling role.
+ *
+ * Running as the owner on a caller's behalf is only safe if nothing of the
+ * caller's choosing runs inside.  The SQL text of a catalog query names its
+ * functions, operators and types unqualified as often as not, and the parser
+ * resolves those through search_path: a role that put its own "=" or
+ * strpos() first on its search_path would have them called with the owner's
+ * rights.  So kl_catalog_begin also pins search_path to "pg_catalog,
+ * pg_temp" for the section (as PostgreSQL does for an extension script and a
+ * function's SET clause), pg_temp explicitly last so that no temporary
+ * relation or type shadows a catalog one (functions and operators are never
+ * looked up in pg_temp), and kl_catalog_end restores it.  Catalog tables are
+ * always named with their schema.  Every SPI statement of kafka_lake runs
+ * between kl_catalog_begin and kl_catalog_end.
  *
  * Per-record identity is kept compact: a batch has one row in batches and
  * one in coordinates (its offset range, the offsets present when there are
@@ -46,8 +60,10 @@
 #include "access/genam.h"
 #include "access/table.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 #include "storage/lock.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -208,9 +224,11 @@ kl_extension_owner(void)
 
 /*
  * kl_catalog_begin
- *		Connect to SPI and act as the extension's owner; returns what
- *		kl_catalog_end restores.  After an ERROR the transaction machinery
- *		restores the user id and SPI by itself.
+ *		Connect to SPI, act as the extension's owner in a security-restricted
+ *		operation, and pin search_path to pg_catalog (see the file header);
+ *		returns what kl_catalog_end restores.  After an ERROR the transaction
+ *		(or subtransaction) machinery restores the user id, the setting and
+ *		SPI by itself.
  */
 KlCatalogSave
 kl_catalog_begin(void)
@@ -221,17 +239,23 @@ kl_catalog_begin(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	GetUserIdAndSecContext(&save.userid, &save.sec_context);
-	SetUserIdAndSecContext(owner, save.sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, save.sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	save.guc_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
 	return save;
 }
 
 /*
  * kl_catalog_end
- *		Back to the calling role; disconnect from SPI.
+ *		Back to the caller's search_path and role; disconnect from SPI.
  */
 void
 kl_catalog_end(KlCatalogSave save)
 {
+	AtEOXact_GUC(true, save.guc_nestlevel);
 	SetUserIdAndSecContext(save.userid, save.sec_context);
 	SPI_finish();
 }
@@ -342,9 +366,9 @@ kl_catalog_remembered_offset(KlSource *src, int32 partition)
 
 	cs = kl_catalog_begin();
 	kl_spi_exec("SELECT greatest("
-				" (SELECT max(committed_offset) FROM kafka_lake.offset_commits"
+				" (SELECT pg_catalog.max(committed_offset) FROM kafka_lake.offset_commits"
 				"   WHERE source_id = $1 AND topic = $2 AND partition = $3),"
-				" (SELECT max(last_offset) + 1 FROM kafka_lake.batches"
+				" (SELECT pg_catalog.max(last_offset) + 1 FROM kafka_lake.batches"
 				"   WHERE source_id = $1 AND topic = $2 AND partition = $3))",
 				3, types, values, NULL, SPI_OK_SELECT);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -370,11 +394,11 @@ kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
 	KlDurable  *result = NULL;
 
 	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT lower(offsets), upper(offsets) - 1, offset_list, fingerprints"
+	kl_spi_exec("SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints"
 				" FROM kafka_lake.coordinates"
 				" WHERE source_id = $1 AND topic = $2 AND partition = $3"
-				"   AND offsets && int8range($4, $5, '[]')"
-				" ORDER BY lower(offsets)",
+				"   AND offsets && pg_catalog.int8range($4, $5, '[]')"
+				" ORDER BY pg_catalog.lower(offsets)",
 				5, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{
@@ -791,7 +815,7 @@ kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *r
 	cvalues[7] = CStringGetTextDatum(statuses);
 	kl_spi_exec("INSERT INTO kafka_lake.coordinates (source_id, topic, partition, offsets,"
 				" batch_id, offset_list, fingerprints, statuses)"
-				" VALUES ($1, $2, $3, int8range($4, $5, '[]'), $9, $6, $7, $8)",
+				" VALUES ($1, $2, $3, pg_catalog.int8range($4, $5, '[]'), $9, $6, $7, $8)",
 				9, ctypes, cvalues, cnulls, SPI_OK_INSERT);
 	kl_catalog_end(cs);
 }

@@ -300,8 +300,9 @@ extern ForeignServer *kl_get_server(const char *name);
 extern KlSource *kl_source_lookup(const char *name);
 typedef struct KlCatalogSave
 {
-	Oid			userid;
+	Oid			userid;			/* the caller's user id and security context */
 	int			sec_context;
+	int			guc_nestlevel;	/* undoes the pinned search_path */
 } KlCatalogSave;
 
 extern Oid	kl_catalog_relid(const char *relname);

@@ -148,10 +148,10 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 "SELECT b.batch_id, b.partition, b.first_offset, b.last_offset,"
 					 " b.file_bytes, b.file_lines, b.file_crc32c,"
 					 " b.accepted_count, b.duplicate_count, b.quarantine_count,"
-					 " CASE WHEN strpos(c.statuses, 'D') > 0 THEN c.statuses END,"
-					 " CASE WHEN strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
+					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 THEN c.statuses END,"
+					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
 					 " %s,"
-					 " (SELECT count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
+					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
@@ -167,7 +167,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 want_fingerprints ? "c.fingerprints" : "NULL::bytea",
 					 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
 					 bounds->files[KL_FILE_DUPLICATES] ?
-					 "b.duplicate_count > 0 OR strpos(c.statuses, 'D') > 0" : "false",
+					 "b.duplicate_count > 0 OR pg_catalog.strpos(c.statuses, 'D') > 0" : "false",
 					 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
 
 	cs = kl_catalog_begin();
@@ -242,7 +242,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 		/* still say how many there are */
 		Oid			t1[1] = {INT4OID};
 
-		if (SPI_execute_with_args("SELECT count(*) FROM kafka_lake.batches WHERE source_id = $1",
+		if (SPI_execute_with_args("SELECT pg_catalog.count(*) FROM kafka_lake.batches WHERE source_id = $1",
 								  1, t1, values, NULL, true, 0) == SPI_OK_SELECT)
 		{
 			bool		isnull;
