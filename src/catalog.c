@@ -192,6 +192,27 @@ kl_get_server(const char *name)
 }
 
 /*
+ * kl_check_server_usage
+ *		Creating a source on a server, or sending records through it, needs
+ *		USAGE on the server, as declaring a foreign table there does: the
+ *		server's options may carry what a superuser set up for the roles it
+ *		grants (a client certificate, Kerberos).  (land(), replay() and lag()
+ *		of an existing source are granted by EXECUTE alone: the source's
+ *		creator chose its server.)
+ */
+void
+kl_check_server_usage(ForeignServer *server)
+{
+	if (kl_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for foreign server %s", server->servername),
+				 errhint("GRANT USAGE ON FOREIGN SERVER %s TO %s;",
+						 quote_identifier(server->servername),
+						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+}
+
+/*
  * kl_extension_owner
  *		The role that owns the extension, and so the catalog.
  */
@@ -1022,6 +1043,7 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	kl_check_source_name(source);
 	kl_check_topic_name(topic);
 	fs = kl_get_server(server);
+	kl_check_server_usage(fs);
 	if (group_id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

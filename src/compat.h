@@ -65,4 +65,17 @@ kl_init_materialized_srf(FunctionCallInfo fcinfo)
 }
 #endif
 
+/*
+ * kl_server_aclcheck
+ *		Privilege check on a foreign server (PostgreSQL 16 replaced the
+ *		per-object-kind functions with object_aclcheck).
+ */
+#if PG_VERSION_NUM >= 160000
+#define kl_server_aclcheck(serverid, roleid, mode) \
+	object_aclcheck(ForeignServerRelationId, (serverid), (roleid), (mode))
+#else
+#define kl_server_aclcheck(serverid, roleid, mode) \
+	pg_foreign_server_aclcheck((serverid), (roleid), (mode))
+#endif
+
 #endif							/* KAFKA_LAKE_COMPAT_H */

@@ -116,6 +116,7 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 	ForeignServer *server = kl_get_server(server_name);
 	KlKafka    *kk;
 	rd_kafka_conf_t *conf;
+	List	   *secrets = NIL;
 	char		errstr[512];
 	sigset_t	all;
 	sigset_t	saved;
@@ -125,12 +126,14 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 	kk->server_name = MemoryContextStrdup(TopTransactionContext, server->servername);
 	kk->role = role;
 
-	conf = kl_build_conf(server, GetUserId(), &kk->secrets);
-	/* the secrets list must live as long as the handle */
+	conf = kl_build_conf(server, GetUserId(), &secrets);
+	/* the secret values (C strings, not nodes) must live as long as the handle */
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+		ListCell   *cell;
 
-		kk->secrets = list_copy_deep(kk->secrets);
+		foreach(cell, secrets)
+			kk->secrets = lappend(kk->secrets, pstrdup((const char *) lfirst(cell)));
 		MemoryContextSwitchTo(old);
 	}
 
@@ -782,6 +785,7 @@ kafka_lake_produce(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(5))
 		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(5), "timeout");
 
+	kl_check_server_usage(kl_get_server(server));
 	kk = kl_kafka_open(server, KL_PRODUCER, NULL);
 	offset = kl_kafka_produce_one(kk, topic,
 								  value ? VARDATA_ANY(value) : NULL,

@@ -11,22 +11,53 @@
  * on a scratch configuration, so a typo or a bad value fails at CREATE or
  * ALTER time with librdkafka's message and not at the first land().
  *
- * The rules, table-driven below:
- *	- properties that kafka_lake sets itself (group.id, offset handling, the
- *	  prefetch queue that bounds memory) are refused everywhere, with a hint
- *	  that says what to use instead;
- *	- properties that would make the backend run a program or load a library
- *	  (sasl.kerberos.kinit.cmd, plugin.library.paths, OpenSSL engines and
- *	  providers) are refused everywhere;
- *	- secrets (sasl.password, ssl.key.password, ...) are refused on a SERVER
- *	  and on the wrapper, because pg_foreign_server is readable by everyone;
- *	  PostgreSQL shows user mapping options only to their owner and to
- *	  superusers.  No error message, log line or EXPLAIN ever prints a secret's
- *	  value: librdkafka text is scrubbed of every secret value before it is
- *	  reported (kl_scrub_secrets);
- *	- properties naming files on the database server (*.location, keytabs)
- *	  may be set in a user mapping by superusers only, since the backend reads
- *	  them as the server's operating system user.
+ * Who may set what.  A server's options are set by its owner and a user
+ * mapping's by the role it is for (or the server's owner); neither need be a
+ * superuser: a role granted USAGE on the wrapper creates servers, one granted
+ * USAGE on a server creates its own mapping.  So what a property can do
+ * decides who may set it, in one table (kl_property_rules), each entry with
+ * its reason:
+ *	- OWNED: properties kafka_lake sets itself (group.id, offset handling, the
+ *	  prefetch queue that bounds memory, the interval of the kinit command)
+ *	  are refused everywhere, with a hint that says what to use instead;
+ *	- NEVER: properties that would make the backend load code, run a program
+ *	  or give up one of its signal handlers (plugins, OpenSSL engines and
+ *	  providers, the kinit command, librdkafka's termination signal, its test
+ *	  interfaces) are refused everywhere, for superusers too: superusers have
+ *	  better ways to do those things than through a Kafka client;
+ *	- SECRET: secrets (sasl.password, ssl.key.password, ...) are refused on a
+ *	  server and on the wrapper, because pg_foreign_server is readable by
+ *	  everyone; PostgreSQL shows user mapping options only to their owner and
+ *	  to superusers.  No error message, log line or EXPLAIN ever prints a
+ *	  secret's value: librdkafka text is scrubbed of every secret value
+ *	  before it is reported (kl_scrub_secrets), and SQL text in the server log
+ *	  of the value of every option named like a secret (kl_scrub_sql_secrets,
+ *	  called from the emit_log_hook of kafka_lake.c);
+ *	- SUPERUSER: properties that reach the database server's own files,
+ *	  network or credentials are set by superusers only, on a server as in a
+ *	  user mapping: file paths (the backend reads them as the server's
+ *	  operating system user), every Kerberos option (they pick which Kerberos
+ *	  credentials of that user the backend authenticates with; the keytab is a
+ *	  file), the OAuth token URL (the backend would fetch it), and librdkafka's
+ *	  debug output (it shows the configuration and internals of every
+ *	  connection, and floods the server log).  The SASL mechanism GSSAPI is a
+ *	  superuser's choice too: it authenticates with the Kerberos credentials of
+ *	  the server's operating system user.
+ * Every other property (timeouts, sizes, client.id, TLS ciphers, inline PEM
+ * certificates, SASL PLAIN, SCRAM and OAUTHBEARER settings, ...) names nothing
+ * on the database server and concerns only the connections of the role that
+ * uses it.
+ *
+ * The rules are applied again each time a configuration is built
+ * (kl_build_conf), whoever set the options, so a catalog written by an earlier
+ * release cannot get around them: an OWNED or NEVER property is refused;
+ * librdkafka's kinit command is turned off, since librdkafka 2.0.2 runs
+ * sasl.kerberos.kinit.cmd (by default a shell command line with the principal
+ * pasted into it unquoted) whenever sasl.kerberos.min.time.before.relogin is
+ * not 0, and kafka_lake sets that to 0: Kerberos tickets are refreshed outside
+ * PostgreSQL; and GSSAPI (librdkafka's default mechanism whenever
+ * security.protocol is SASL_*) serves a role that is not a superuser only when
+ * a superuser's server alone chose it.
  *
  * Foreign tables take "source" and "status"; a column may take "field" to
  * read an event field of another name.
@@ -62,50 +93,72 @@ PG_FUNCTION_INFO_V1(kafka_lake_fdw_validator);
 /* Why a property is refused, or where it may appear */
 typedef enum KlPropertyRule
 {
-	KL_PROP_OWNED,				/* kafka_lake sets it itself */
-	KL_PROP_UNSAFE,				/* runs programs or loads code */
-	KL_PROP_SECRET,				/* only in a user mapping */
-	KL_PROP_SERVER_FILE			/* a path on the server: superuser only */
+	KL_PROP_OWNED,				/* kafka_lake sets it itself: refused everywhere */
+	KL_PROP_NEVER,				/* loads code, runs programs, takes a signal:
+								 * refused everywhere */
+	KL_PROP_SECRET,				/* only in a user mapping, never shown */
+	KL_PROP_SUPERUSER			/* reaches the server's files, network or
+								 * credentials: set by superusers only */
 } KlPropertyRule;
 
 typedef struct KlPropertyRuleEntry
 {
-	const char *name;
+	const char *name;			/* a property, or a prefix ending in "." */
 	KlPropertyRule rule;
-	const char *hint;			/* for OWNED and UNSAFE */
+	const char *why;			/* OWNED: what to do instead (hint); NEVER,
+								 * SUPERUSER: the reason (detail) */
 } KlPropertyRuleEntry;
 
+#define KL_WHY_FILE "The backend reads that file as the database server's operating system user."
+#define KL_WHY_COMMITS "kafka_lake commits offsets itself, and only after the records are durable."
+
 static const KlPropertyRuleEntry kl_property_rules[] = {
+	/* kafka_lake sets these itself */
 	{"bootstrap.servers", KL_PROP_OWNED, "Use the option \"brokers\"."},
 	{"metadata.broker.list", KL_PROP_OWNED, "Use the option \"brokers\"."},
 	{"group.id", KL_PROP_OWNED, "Each source has its own group: use the group_id argument of kafka_lake.create_source."},
 	{"group.instance.id", KL_PROP_OWNED, "kafka_lake assigns partitions itself and does not join the group."},
-	{"enable.auto.commit", KL_PROP_OWNED, "kafka_lake commits offsets itself, and only after the records are durable."},
-	{"auto.commit.enable", KL_PROP_OWNED, "kafka_lake commits offsets itself, and only after the records are durable."},
-	{"enable.auto.offset.store", KL_PROP_OWNED, "kafka_lake commits offsets itself, and only after the records are durable."},
+	{"enable.auto.commit", KL_PROP_OWNED, KL_WHY_COMMITS},
+	{"auto.commit.enable", KL_PROP_OWNED, KL_WHY_COMMITS},
+	{"enable.auto.offset.store", KL_PROP_OWNED, KL_WHY_COMMITS},
+	{"offset.store.method", KL_PROP_OWNED, KL_WHY_COMMITS},
 	{"auto.offset.reset", KL_PROP_OWNED, "kafka_lake never skips records silently: see land(..., allow_expired => true)."},
 	{"enable.partition.eof", KL_PROP_OWNED, "kafka_lake reads each partition up to its high watermark itself."},
 	{"queued.min.messages", KL_PROP_OWNED, "Set kafka_lake.batch_max_records instead: it also sizes the prefetch queue."},
 	{"queued.max.messages.kbytes", KL_PROP_OWNED, "Set kafka_lake.batch_max_bytes instead: it also sizes the prefetch queue."},
 	{"log.queue", KL_PROP_OWNED, "kafka_lake forwards librdkafka's log to the server log itself."},
-	{"enable.auto.offset.store", KL_PROP_OWNED, NULL},
-	{"plugin.library.paths", KL_PROP_UNSAFE, "Loading libraries into a database backend is not allowed."},
-	{"sasl.kerberos.kinit.cmd", KL_PROP_UNSAFE, "Running programs from a database backend is not allowed; refresh Kerberos tickets outside PostgreSQL."},
-	{"ssl.engine.location", KL_PROP_UNSAFE, "Loading OpenSSL engines into a database backend is not allowed."},
-	{"ssl.engine.id", KL_PROP_UNSAFE, "Loading OpenSSL engines into a database backend is not allowed."},
-	{"ssl.providers", KL_PROP_UNSAFE, "Loading OpenSSL providers into a database backend is not allowed."},
+	{"sasl.kerberos.min.time.before.relogin", KL_PROP_OWNED,
+	"kafka_lake sets it to 0 so that librdkafka never runs its kinit command; refresh Kerberos tickets outside PostgreSQL."},
+	/* code, programs and signals of the backend: for nobody */
+	{"plugin.library.paths", KL_PROP_NEVER, "Loading libraries into a database backend is not allowed."},
+	{"sasl.kerberos.kinit.cmd", KL_PROP_NEVER,
+	"Running programs from a database backend is not allowed; refresh Kerberos tickets outside PostgreSQL."},
+	{"ssl.engine.location", KL_PROP_NEVER, "Loading OpenSSL engines into a database backend is not allowed."},
+	{"ssl.engine.id", KL_PROP_NEVER, "Loading OpenSSL engines into a database backend is not allowed."},
+	{"ssl.providers", KL_PROP_NEVER,
+	"Loading OpenSSL providers (which may be named by a path) into a database backend is not allowed."},
+	{"internal.termination.signal", KL_PROP_NEVER,
+	"librdkafka would install its own handler for that signal, replacing the database backend's."},
+	{"test.", KL_PROP_NEVER, "librdkafka's test interfaces (an in-process mock cluster) have no place in a database backend."},
+	/* secrets */
 	{"sasl.password", KL_PROP_SECRET, NULL},
 	{"ssl.key.password", KL_PROP_SECRET, NULL},
 	{"ssl.keystore.password", KL_PROP_SECRET, NULL},
 	{"ssl.key.pem", KL_PROP_SECRET, NULL},
 	{"sasl.oauthbearer.client.secret", KL_PROP_SECRET, NULL},
 	{"sasl.oauthbearer.config", KL_PROP_SECRET, NULL},
-	{"ssl.key.location", KL_PROP_SERVER_FILE, NULL},
-	{"ssl.certificate.location", KL_PROP_SERVER_FILE, NULL},
-	{"ssl.ca.location", KL_PROP_SERVER_FILE, NULL},
-	{"ssl.crl.location", KL_PROP_SERVER_FILE, NULL},
-	{"ssl.keystore.location", KL_PROP_SERVER_FILE, NULL},
-	{"sasl.kerberos.keytab", KL_PROP_SERVER_FILE, NULL},
+	/* the database server's own files, network and credentials */
+	{"ssl.key.location", KL_PROP_SUPERUSER, KL_WHY_FILE},
+	{"ssl.certificate.location", KL_PROP_SUPERUSER, KL_WHY_FILE},
+	{"ssl.ca.location", KL_PROP_SUPERUSER, KL_WHY_FILE},
+	{"ssl.crl.location", KL_PROP_SUPERUSER, KL_WHY_FILE},
+	{"ssl.keystore.location", KL_PROP_SUPERUSER, KL_WHY_FILE},
+	{"sasl.kerberos.", KL_PROP_SUPERUSER,
+	"Kerberos options choose which Kerberos credentials of the database server's operating system user the backend authenticates with."},
+	{"sasl.oauthbearer.token.endpoint.url", KL_PROP_SUPERUSER,
+	"The backend would fetch that URL from the database server."},
+	{"debug", KL_PROP_SUPERUSER,
+	"librdkafka's debug output shows the configuration and internals of every connection, and floods the server log."},
 	{NULL, 0, NULL}
 };
 
@@ -132,7 +185,8 @@ static const char *kl_catalog_word(Oid catalog);
 
 /*
  * kl_property_rule
- *		The rule for a librdkafka property, or NULL when it is a plain one.
+ *		The rule for a librdkafka property, or NULL when it is a plain one:
+ *		an entry of that name, else the longest prefix entry that matches.
  *		Any property whose name speaks of a password or a secret is a secret
  *		even if this release of the table does not know it.
  */
@@ -140,15 +194,32 @@ static const KlPropertyRuleEntry *
 kl_property_rule(const char *name)
 {
 	static const KlPropertyRuleEntry secret_by_name = {NULL, KL_PROP_SECRET, NULL};
+	const KlPropertyRuleEntry *prefix = NULL;
 
 	for (const KlPropertyRuleEntry *r = kl_property_rules; r->name; r++)
 	{
+		size_t		len = strlen(r->name);
+
 		if (strcmp(r->name, name) == 0)
 			return r;
+		if (r->name[len - 1] == '.' && strncmp(r->name, name, len) == 0 &&
+			(prefix == NULL || strlen(prefix->name) < len))
+			prefix = r;
 	}
 	if (strstr(name, "password") || strstr(name, "secret"))
 		return &secret_by_name;
-	return NULL;
+	return prefix;
+}
+
+/*
+ * kl_is_gssapi
+ *		Does a sasl.mechanism value name GSSAPI (in any case: Cyrus SASL
+ *		takes mechanism names in any case)?
+ */
+static bool
+kl_is_gssapi(const char *mechanism)
+{
+	return pg_strcasecmp(mechanism, "GSSAPI") == 0;
 }
 
 /*
@@ -318,12 +389,20 @@ kl_validate_property(DefElem *def, Oid catalog)
 	rd_kafka_conf_res_t res;
 	char		errstr[512];
 
-	if (rule != NULL && (rule->rule == KL_PROP_OWNED || rule->rule == KL_PROP_UNSAFE))
+	if (rule != NULL && rule->rule == KL_PROP_OWNED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 				 errmsg("librdkafka property \"%s\" cannot be set on a kafka_lake %s",
 						name, kl_catalog_word(catalog)),
-				 rule->hint ? errhint("%s", rule->hint) : 0));
+				 errhint("%s", rule->why)));
+
+	if (rule != NULL && rule->rule == KL_PROP_NEVER)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("librdkafka property \"%s\" cannot be set on a kafka_lake %s",
+						name, kl_catalog_word(catalog)),
+				 errdetail("%s", rule->why),
+				 errhint("Leave it out; kafka_lake works without it.")));
 
 	if (rule != NULL && rule->rule == KL_PROP_SECRET &&
 		catalog != UserMappingRelationId)
@@ -337,13 +416,20 @@ kl_validate_property(DefElem *def, Oid catalog)
 				 errhint("Put secrets in a user mapping: CREATE USER MAPPING FOR CURRENT_USER SERVER ... OPTIONS (\"%s\" '...').",
 						 name)));
 
-	if (rule != NULL && rule->rule == KL_PROP_SERVER_FILE &&
-		catalog == UserMappingRelationId && !superuser())
+	if (rule != NULL && rule->rule == KL_PROP_SUPERUSER && !superuser())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only superusers can set \"%s\" in a user mapping", name),
-				 errdetail("The backend reads that file as the database server's operating system user."),
-				 errhint("Ask a superuser to set it on the server.")));
+				 errmsg("only superusers can set \"%s\"", name),
+				 errdetail("%s", rule->why),
+				 errhint("Ask a superuser to set it on the server, or in your user mapping.")));
+
+	if ((strcmp(name, "sasl.mechanism") == 0 || strcmp(name, "sasl.mechanisms") == 0) &&
+		kl_is_gssapi(value) && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only superusers can choose the SASL mechanism GSSAPI"),
+				 errdetail("GSSAPI authenticates with the Kerberos credentials of the database server's operating system user."),
+				 errhint("Use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER, or ask a superuser to configure GSSAPI on the server.")));
 
 	if (catalog == ForeignDataWrapperRelationId)
 		ereport(ERROR,
@@ -486,46 +572,114 @@ kl_user_mapping_options(Oid userid, Oid serverid)
 }
 
 /*
+ * kl_conf_option
+ *		Apply one option of a server or a user mapping to a configuration,
+ *		under the rules of kl_property_rules (see the file header).
+ */
+static void
+kl_conf_option(rd_kafka_conf_t *conf, ForeignServer *server, DefElem *def,
+			   bool in_mapping, List **secrets)
+{
+	const char *name = def->defname;
+	char	   *value = defGetString(def);
+	const KlPropertyRuleEntry *rule;
+	char		errstr[512];
+
+	if (strcmp(name, "brokers") == 0)
+		name = "bootstrap.servers";
+	else if ((rule = kl_property_rule(name)) != NULL &&
+			 (rule->rule == KL_PROP_OWNED || rule->rule == KL_PROP_NEVER))
+	{
+		/* an earlier release let it in */
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("librdkafka property \"%s\" of server \"%s\" is not allowed",
+						name, server->servername),
+				 errdetail("%s", rule->why),
+				 errhint("Remove it: ALTER %s OPTIONS (DROP \"%s\").",
+						 in_mapping ? "USER MAPPING FOR ... SERVER ..." : "SERVER ...", name)));
+	}
+	if (kl_is_secret_property(name))
+		*secrets = lappend(*secrets, pstrdup(value));
+
+	if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+	{
+		/* the validator let it in; a different librdkafka may not */
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("librdkafka refuses property \"%s\" of server \"%s\"",
+						def->defname, server->servername),
+				 kl_is_secret_property(name) ? 0 :
+				 errdetail_internal("librdkafka: %s", errstr),
+				 errhint("Correct it with ALTER SERVER or ALTER USER MAPPING.")));
+	}
+}
+
+/*
  * kl_build_conf
  *		A librdkafka configuration for a server as seen by a role: the
- *		server's options, then the role's user mapping.  The values of secret
- *		properties are appended to *secrets so that text coming back from
- *		librdkafka can be scrubbed.
+ *		server's options, then the role's user mapping, with librdkafka's
+ *		kinit command turned off.  The values of secret properties are
+ *		appended to *secrets so that text coming back from librdkafka can be
+ *		scrubbed.
  */
 rd_kafka_conf_t *
 kl_build_conf(ForeignServer *server, Oid userid, List **secrets)
 {
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	List	   *options;
+	List	   *mapping = kl_user_mapping_options(userid, server->serverid);
+	bool		mapping_chooses_sasl = false;
 	ListCell   *cell;
+	char		protocol[64];
+	char		mechanism[64];
+	size_t		len;
 	char		errstr[512];
 
-	options = list_concat(list_copy(server->options),
-						  kl_user_mapping_options(userid, server->serverid));
-
-	foreach(cell, options)
+	foreach(cell, server->options)
+		kl_conf_option(conf, server, (DefElem *) lfirst(cell), false, secrets);
+	foreach(cell, mapping)
 	{
 		DefElem    *def = (DefElem *) lfirst(cell);
-		const char *name = def->defname;
-		char	   *value = defGetString(def);
 
-		if (strcmp(name, "brokers") == 0)
-			name = "bootstrap.servers";
-		if (kl_is_secret_property(name))
-			*secrets = lappend(*secrets, pstrdup(value));
+		kl_conf_option(conf, server, def, true, secrets);
+		if (strcmp(def->defname, "security.protocol") == 0 ||
+			strcmp(def->defname, "sasl.mechanism") == 0 ||
+			strcmp(def->defname, "sasl.mechanisms") == 0)
+			mapping_chooses_sasl = true;
+	}
 
-		if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-		{
-			/* the validator let it in; a different librdkafka may not */
-			rd_kafka_conf_destroy(conf);
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-					 errmsg("librdkafka refuses property \"%s\" of server \"%s\"",
-							def->defname, server->servername),
-					 kl_is_secret_property(name) ? 0 :
-					 errdetail_internal("librdkafka: %s", errstr),
-					 errhint("Correct it with ALTER SERVER or ALTER USER MAPPING.")));
-		}
+	/* librdkafka 2.0.2 runs sasl.kerberos.kinit.cmd unless this is 0 */
+	if (rd_kafka_conf_set(conf, "sasl.kerberos.min.time.before.relogin", "0",
+						  errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+	{
+		rd_kafka_conf_destroy(conf);
+		elog(ERROR, "could not turn off librdkafka's kinit command: %s", errstr);
+	}
+
+	/*
+	 * GSSAPI uses the Kerberos credentials of the database server's operating
+	 * system user: a role that is not a superuser gets them only when a
+	 * superuser's server alone chose them.
+	 */
+	len = sizeof(protocol);
+	if (rd_kafka_conf_get(conf, "security.protocol", protocol, &len) != RD_KAFKA_CONF_OK)
+		protocol[0] = '\0';
+	len = sizeof(mechanism);
+	if (rd_kafka_conf_get(conf, "sasl.mechanisms", mechanism, &len) != RD_KAFKA_CONF_OK)
+		mechanism[0] = '\0';
+	if (pg_strncasecmp(protocol, "sasl", 4) == 0 && kl_is_gssapi(mechanism) &&
+		!superuser_arg(userid) &&
+		(mapping_chooses_sasl || !superuser_arg(server->owner)))
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only superusers can use the Kerberos credentials of the database server"),
+				 errdetail("Server \"%s\" would authenticate with SASL mechanism GSSAPI (librdkafka's default when security.protocol is SASL_PLAINTEXT or SASL_SSL), that is with the Kerberos credentials of the database server's operating system user; for a role that is not a superuser only a superuser's server may choose that.",
+						   server->servername),
+				 errhint("Set \"sasl.mechanism\" to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER in the user mapping, or ask a superuser to configure GSSAPI on the server.")));
 	}
 	return conf;
 }

@@ -1,5 +1,5 @@
 -- test/pgtap/10_options.sql: the validator (SPEC 3.1).  Needs no broker.
-SELECT plan(23);
+SELECT plan(26);
 
 -- a server needs brokers; everything else is a librdkafka property
 SELECT throws_ok($$CREATE SERVER o_nobrokers FOREIGN DATA WRAPPER kafka_lake$$,
@@ -33,6 +33,15 @@ SELECT throws_ok($$CREATE SERVER o_plugin FOREIGN DATA WRAPPER kafka_lake
 SELECT throws_ok($$CREATE SERVER o_kinit FOREIGN DATA WRAPPER kafka_lake
   OPTIONS (brokers 'h:1', "sasl.kerberos.kinit.cmd" 'touch /tmp/pwned')$$,
   'HV00D', NULL, 'running programs from a backend is refused');
+SELECT throws_ok($$CREATE SERVER o_signal FOREIGN DATA WRAPPER kafka_lake
+  OPTIONS (brokers 'h:1', "internal.termination.signal" '15')$$,
+  'HV00D', NULL, 'librdkafka''s termination signal is refused, for superusers too');
+SELECT throws_ok($$CREATE SERVER o_mock FOREIGN DATA WRAPPER kafka_lake
+  OPTIONS (brokers 'h:1', "test.mock.num.brokers" '1')$$,
+  'HV00D', NULL, 'librdkafka''s test interfaces are refused');
+SELECT throws_ok($$CREATE SERVER o_relogin FOREIGN DATA WRAPPER kafka_lake
+  OPTIONS (brokers 'h:1', "sasl.kerberos.min.time.before.relogin" '60000')$$,
+  'HV00D', NULL, 'the kinit interval is kafka_lake''s (it keeps kinit off)');
 SELECT throws_ok($$CREATE SERVER o_badbrokers FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '')$$,
   'HV024', 'invalid value for option "brokers"', 'empty brokers are refused');
 SELECT throws_ok($$CREATE FOREIGN DATA WRAPPER kl2 VALIDATOR kafka_lake.kafka_lake_fdw_validator

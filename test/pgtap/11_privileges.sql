@@ -1,5 +1,5 @@
 -- test/pgtap/11_privileges.sql: what a plain role may not do.  Needs no broker.
-SELECT plan(18);
+SELECT plan(20);
 
 -- the settings exist once the library is loaded in the session (any kafka_lake
 -- function loads it; session_preload_libraries can load it at connection)
@@ -40,6 +40,19 @@ SELECT throws_ok($$SET kafka_lake.fault_injection = 'after_lunch'$$, '22023', NU
   'an unknown fault injection point is refused');
 SELECT lives_ok($$SET kafka_lake.fault_injection = ''$$, 'a superuser can set the settings');
 
+-- EXECUTE on create_source or produce does not open a server: that takes USAGE on it
+CREATE SERVER p_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '127.0.0.1:9');
+GRANT EXECUTE ON FUNCTION kafka_lake.create_source(text, text, text, text, text),
+                          kafka_lake.produce(text, text, bytea, bytea, integer, interval) TO kl_plain;
+SET ROLE kl_plain;
+SELECT throws_ok($$SELECT kafka_lake.create_source('p_src', 'p_srv', 'p.topic')$$, '42501',
+  'permission denied for foreign server p_srv', 'create_source needs USAGE on the server');
+SELECT throws_ok($$SELECT kafka_lake.produce('p_srv', 'p.topic', '\x00')$$, '42501',
+  'permission denied for foreign server p_srv', 'produce needs USAGE on the server');
+RESET ROLE;
+REVOKE ALL ON FUNCTION kafka_lake.create_source(text, text, text, text, text),
+                       kafka_lake.produce(text, text, bytea, bytea, integer, interval) FROM kl_plain;
+DROP SERVER p_srv;
 
 REVOKE USAGE ON SCHEMA kafka_lake FROM kl_plain;
 DROP ROLE kl_plain;
