@@ -78,4 +78,22 @@ kl_init_materialized_srf(FunctionCallInfo fcinfo)
 	pg_foreign_server_aclcheck((serverid), (roleid), (mode))
 #endif
 
+/*
+ * kl_scan_user
+ *		The role a foreign scan (a ForeignScanState) reads as: the owner of
+ *		the view it is read through, else the current user.  PostgreSQL 16
+ *		moved checkAsUser from the range table entry to the plan.
+ */
+#if PG_VERSION_NUM >= 160000
+#define kl_scan_user(node) \
+	(OidIsValid(((ForeignScan *) (node)->ss.ps.plan)->checkAsUser) ? \
+	 ((ForeignScan *) (node)->ss.ps.plan)->checkAsUser : GetUserId())
+#else
+#define kl_scan_user(node) \
+	(OidIsValid(exec_rt_fetch(((Scan *) (node)->ss.ps.plan)->scanrelid, \
+							  (node)->ss.ps.state)->checkAsUser) ? \
+	 exec_rt_fetch(((Scan *) (node)->ss.ps.plan)->scanrelid, \
+				   (node)->ss.ps.state)->checkAsUser : GetUserId())
+#endif
+
 #endif							/* KAFKA_LAKE_COMPAT_H */

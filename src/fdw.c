@@ -12,8 +12,22 @@
  * column option "field" makes any column an event field of that name.  A
  * table reads only a source of its own server: USAGE on a server is what
  * lets a role declare foreign tables there, so it must not open another
- * server's landing.  Reading is then governed by GRANT SELECT on the table
- * alone: the catalog is read as the extension's owner (catalog.c).
+ * server's landing.
+ *
+ * Privileges.  The catalog is read as the extension's owner (catalog.c), so
+ * the source's own table kafka_lake.<source>_records is governed by GRANT
+ * SELECT on it alone (table or column privileges, checked by PostgreSQL).
+ * USAGE on the server would otherwise open every source to any role that
+ * declares a table of its own with OPTIONS (source ...): so reading a source
+ * through any other foreign table also needs SELECT on the source's own
+ * table (on the whole table: a privilege on some of its columns does not let
+ * a role read the others through a table of its own), for the role the scan
+ * runs as (the owner of a view the table is read through, else the current
+ * user; the table's owner for ANALYZE).  It is checked when the scan starts
+ * (EXPLAIN included) and, for the declaring role, by the validator when the
+ * table is created or its source changed (kl_check_source_read).  A view
+ * owned by a role that may read the source is how a narrower window is
+ * granted.
  *
  * Planning.  Restriction clauses of the form <column> <op> <value> and
  * <column> = ANY (<array>) (hence IN lists) on partition, "offset",
@@ -66,6 +80,7 @@
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
@@ -84,6 +99,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -345,6 +361,41 @@ kl_table_source(Oid relid, char **source, char **status)
 						get_rel_name(relid), server->servername, src->source, src->server),
 				 errhint("Declare the foreign table on server \"%s\".", src->server)));
 	return src;
+}
+
+/*
+ * kl_check_source_read
+ *		May userid read source through the foreign table relid (InvalidOid:
+ *		one being declared)?  Through the source's own table, PostgreSQL's
+ *		own check on that table decides; through any other, userid needs
+ *		SELECT on the source's own table (see the file header).  A source
+ *		whose table is missing is then readable by superusers only; a table
+ *		declared before its source exists is checked when it is read.
+ */
+void
+kl_check_source_read(const char *source, Oid relid, Oid userid)
+{
+	char	   *relname = psprintf("%s_records", source);
+	Oid			nsp = get_namespace_oid("kafka_lake", true);
+	Oid			source_rel = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+
+	if (OidIsValid(source_rel) && source_rel == relid)
+		return;
+	if (!OidIsValid(source_rel) && (!OidIsValid(relid) || superuser_arg(userid)))
+		return;
+	if (OidIsValid(source_rel) &&
+		(pg_class_aclcheck(source_rel, userid, ACL_SELECT) == ACLCHECK_OK ||
+		 pg_attribute_aclcheck_all(source_rel, userid, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to read source \"%s\"", source),
+			 errdetail("Reading a source through a foreign table other than kafka_lake.%s needs SELECT on kafka_lake.%s (on the whole table), which role \"%s\" does not have.",
+					   quote_identifier(relname), quote_identifier(relname),
+					   GetUserNameFromId(userid, false)),
+			 errhint("GRANT SELECT ON kafka_lake.%s TO %s, or read the source through a view owned by a role that may read it.",
+					 quote_identifier(relname),
+					 quote_identifier(GetUserNameFromId(userid, false)))));
 }
 
 /*
@@ -1478,6 +1529,9 @@ kafkaLakeBeginForeignScan(ForeignScanState *node, int eflags)
 	MemoryContext old;
 
 	node->fdw_state = st;
+	kl_check_source_read(strVal(list_nth(priv, KL_PRIV_SOURCE)),
+						 RelationGetRelid(node->ss.ss_currentRelation),
+						 kl_scan_user(node));
 	old = MemoryContextSwitchTo(AllocSetContextCreate(estate->es_query_cxt, "kafka_lake scan",
 													  ALLOCSET_DEFAULT_SIZES));
 	kl_scan_begin(st, node->ss.ss_currentRelation,
@@ -2111,6 +2165,8 @@ kafkaLakeAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 	List	   *batches;
 
 	src = kl_table_source(RelationGetRelid(relation), &source, &status);
+	/* ANALYZE runs as the table's owner */
+	kl_check_source_read(src->source, RelationGetRelid(relation), GetUserId());
 	kl_prune_init(&prune, kl_table_status_file(status));
 	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)

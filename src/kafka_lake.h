@@ -419,6 +419,9 @@ extern void kl_reader_close(KlFileReader *r);
 extern void kl_line_set_fields(KlLine *line, int nfields, const char **names);
 extern void kl_line_parse(KlLine *line, const char *text, size_t len, int want);
 
+/* ---------- in fdw.c ---------- */
+extern void kl_check_source_read(const char *source, Oid relid, Oid userid);
+
 /* ---------- in recover.c ---------- */
 extern char *kl_read_whole_file(const char *path, size_t *len);
 extern int	kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out,

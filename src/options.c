@@ -327,6 +327,8 @@ kafka_lake_fdw_validator(PG_FUNCTION_ARGS)
 			else if (strcmp(def->defname, "source") == 0)
 			{
 				kl_check_source_name(value);
+				/* USAGE on the server does not open a source */
+				kl_check_source_read(value, InvalidOid, GetUserId());
 				have_source = true;
 			}
 			else if (strcmp(def->defname, "status") == 0)

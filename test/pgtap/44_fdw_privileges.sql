@@ -1,11 +1,15 @@
 -- test/pgtap/44_fdw_privileges.sql: reading is governed by GRANT SELECT on
--- the foreign table (issue 4).  A role without it gets 42501; with it, the
--- role reads rows although it has no privilege on the kafka_lake catalog
--- (the scan reads the catalog as the extension's owner).  Column privileges
--- and user-declared tables work the same way; a table reads only sources
--- of its own server.  Needs the broker.
+-- the foreign table.  A role without it gets 42501; with it, the role reads
+-- rows although it has no privilege on the kafka_lake catalog (the scan
+-- reads the catalog as the extension's owner).  Column privileges work the
+-- same way; a table reads only sources of its own server.  USAGE on the
+-- server does not open a source: reading one through a foreign table of
+-- one's own (declared with OPTIONS (source ...)) needs SELECT on the
+-- source's own kafka_lake.<source>_records, checked when the table is
+-- declared and when it is read, for the role the scan runs as (a view's
+-- owner, or the caller).  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(15);
+SELECT plan(27);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -96,6 +100,74 @@ SELECT is(pg_temp.error_of('ANALYZE public.fdw44_elsewhere'),
           'ANALYZE too');
 DROP FOREIGN TABLE public.fdw44_elsewhere;
 DROP SERVER fdw44_other;
+
+-- USAGE on the server does not open a source: a role that was never granted
+-- SELECT on kafka_lake.fdw44_records (nor USAGE on schema kafka_lake) declares
+-- its own foreign table over it
+CREATE ROLE fdw44_outsider;
+CREATE SCHEMA fdw44_outsider AUTHORIZATION fdw44_outsider;
+GRANT USAGE ON FOREIGN SERVER fdw44_kafka TO fdw44_outsider;
+SET ROLE fdw44_outsider;
+SELECT pg_temp.error_of($$CREATE FOREIGN TABLE fdw44_outsider.stolen (event_id text, units_produced int)
+  SERVER fdw44_kafka OPTIONS (source 'fdw44')$$) AS o1 \gset
+RESET ROLE;
+SELECT is(:'o1'::text, '42501: permission denied to read source "fdw44"',
+          'USAGE on the server does not let a role declare a table over a source it may not read');
+-- a table it got by other means (declared by someone else, then handed over)
+CREATE FOREIGN TABLE fdw44_outsider.stolen (event_id text, units_produced int)
+  SERVER fdw44_kafka OPTIONS (source 'fdw44');
+ALTER FOREIGN TABLE fdw44_outsider.stolen OWNER TO fdw44_outsider;
+SET ROLE fdw44_outsider;
+SELECT pg_temp.error_of('SELECT count(*) FROM fdw44_outsider.stolen') AS o2,
+       pg_temp.error_of('EXPLAIN SELECT * FROM fdw44_outsider.stolen') AS o3,
+       pg_temp.error_of('ANALYZE fdw44_outsider.stolen') AS o4,
+       pg_temp.error_of($$ALTER FOREIGN TABLE fdw44_outsider.stolen OPTIONS (SET source 'fdw44')$$) AS o5,
+       pg_temp.error_of('CREATE VIEW fdw44_outsider.v AS SELECT * FROM fdw44_outsider.stolen') AS o6 \gset
+SELECT pg_temp.error_of('SELECT count(*) FROM fdw44_outsider.v') AS o7 \gset
+RESET ROLE;
+SELECT is(:'o2'::text, '42501: permission denied to read source "fdw44"', 'reading it is refused');
+SELECT is(:'o3'::text, '42501: permission denied to read source "fdw44"', 'EXPLAIN too');
+SELECT is(:'o4'::text, '42501: permission denied to read source "fdw44"', 'ANALYZE too');
+SELECT is(:'o5'::text, '42501: permission denied to read source "fdw44"', 'and ALTER ... OPTIONS (SET source)');
+SELECT is(:'o7'::text, '42501: permission denied to read source "fdw44"', 'a view of its own does not help');
+-- a role that has SELECT on only some columns of the source's table does not
+-- read the rest through a table of its own
+GRANT USAGE ON SCHEMA kafka_lake TO fdw44_outsider;
+GRANT SELECT (event_id) ON kafka_lake.fdw44_records TO fdw44_outsider;
+SET ROLE fdw44_outsider;
+SELECT pg_temp.error_of('SELECT sum(units_produced) FROM fdw44_outsider.stolen') AS o8 \gset
+RESET ROLE;
+SELECT is(:'o8'::text, '42501: permission denied to read source "fdw44"',
+          'SELECT on some columns of the source''s table is not enough');
+-- the allowed path: SELECT on the source's table
+GRANT SELECT ON kafka_lake.fdw44_records TO fdw44_outsider;
+SET ROLE fdw44_outsider;
+SELECT pg_temp.count_of('SELECT count(*) FROM fdw44_outsider.stolen') AS o9,
+       pg_temp.error_of($$CREATE FOREIGN TABLE fdw44_outsider.allowed (units_produced int)
+         SERVER fdw44_kafka OPTIONS (source 'fdw44', status 'accepted')$$) AS o10 \gset
+SELECT pg_temp.count_of('SELECT sum(units_produced) FROM fdw44_outsider.allowed') AS o11 \gset
+RESET ROLE;
+SELECT is(:o9::int, 10, 'with SELECT on the source''s table the role reads through its own table');
+SELECT is(:'o10'::text, 'no error', 'and declares new ones');
+SELECT is(:o11::bigint, (SELECT sum(units_produced) FROM public.fdw44_units), 'which read the same rows');
+-- a view owned by a role that may read the source gives a narrower window
+-- to a role that may not
+REVOKE SELECT ON kafka_lake.fdw44_records FROM fdw44_reader;
+CREATE VIEW public.fdw44_window AS SELECT event_id FROM public.fdw44_units;
+GRANT SELECT ON public.fdw44_window TO fdw44_reader;
+SET ROLE fdw44_reader;
+SELECT pg_temp.count_of('SELECT count(*) FROM public.fdw44_window') AS w1,
+       pg_temp.error_of('SELECT count(*) FROM public.fdw44_units') AS w2 \gset
+RESET ROLE;
+SELECT is(:w1::int, 10, 'a view''s owner reads for the view''s readers');
+SELECT is(:'w2'::text, '42501: permission denied to read source "fdw44"',
+          'while the reader itself, without SELECT on the source''s table, cannot read the typed table');
+DROP VIEW public.fdw44_window;
+DROP SCHEMA fdw44_outsider CASCADE;
+REVOKE ALL ON kafka_lake.fdw44_records FROM fdw44_outsider;
+REVOKE USAGE ON SCHEMA kafka_lake FROM fdw44_outsider;
+REVOKE USAGE ON FOREIGN SERVER fdw44_kafka FROM fdw44_outsider;
+DROP ROLE fdw44_outsider;
 
 REVOKE ALL ON public.fdw44_units FROM fdw44_reader;
 DROP FOREIGN TABLE public.fdw44_units;
