@@ -45,6 +45,7 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xact.h"
@@ -85,6 +86,8 @@ PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
 
 #define KL_LOCK_SPACE_PARTITION		0x4B4C
 #define KL_MAX_SOURCE_NAME			55	/* so that "<source>_records" fits NAMEDATALEN */
+#define KL_SOURCE_MARKER			".kafka_lake_source"
+#define KL_SOURCE_MARKER_LINE		"database %u source %s\n"	/* its content */
 
 /* the extension owner, looked up once per transaction */
 static Oid	kl_owner_cache = InvalidOid;
@@ -966,18 +969,88 @@ kl_unlock_partition(KlSource *src, int32 partition)
 }
 
 /*
+ * kl_source_marker_line
+ *		What the marker file of this database's source of that name says.
+ */
+static char *
+kl_source_marker_line(const char *source)
+{
+	return psprintf(KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
+}
+
+/*
+ * kl_source_dir_is_ours
+ *		Does a directory carry the marker of this database's source of the
+ *		directory's own name?  Only such a directory is ever removed
+ *		(drop_source) or cleaned (recover).  Plain system calls and a buffer
+ *		on the stack, and never an ERROR: it also runs while a transaction
+ *		commits.
+ */
+bool
+kl_source_dir_is_ours(const char *dir)
+{
+	const char *source = last_dir_separator(dir);
+	char		path[MAXPGPATH];
+	char		expected[NAMEDATALEN + 64];
+	char		found[NAMEDATALEN + 64];
+	int			fd;
+	ssize_t		n;
+
+	source = source ? source + 1 : dir;
+	if (strlen(source) >= NAMEDATALEN)
+		return false;
+	snprintf(path, sizeof(path), "%s/" KL_SOURCE_MARKER, dir);
+	snprintf(expected, sizeof(expected), KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0)
+		return false;
+	n = read(fd, found, sizeof(found) - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	found[n] = '\0';
+	return strcmp(found, expected) == 0;
+}
+
+/*
+ * kl_dir_is_empty
+ *		Does a directory hold nothing?
+ */
+static bool
+kl_dir_is_empty(const char *dir)
+{
+	DIR		   *d = AllocateDir(dir);
+	struct dirent *de;
+	bool		empty = true;
+
+	while ((de = ReadDir(d, dir)) != NULL)
+	{
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		{
+			empty = false;
+			break;
+		}
+	}
+	FreeDir(d);
+	return empty;
+}
+
+/*
  * kl_claim_source_dir
  *		Make the source's directory and mark it as this database's.  The
  *		landing directory belongs to the cluster while sources belong to a
  *		database: a directory left by a source of the same name in another
  *		database must not be adopted here.  One left by this database (a
- *		source dropped with drop_landing => false) is adopted on purpose.
+ *		source dropped with drop_landing => false) is adopted on purpose.  An
+ *		existing directory without a marker is claimed only when it is empty:
+ *		a source never takes over a directory that holds anything else (it
+ *		would remove it with drop_landing => true).
  */
 static void
 kl_claim_source_dir(const char *dir, const char *source)
 {
-	char	   *marker = psprintf("%s/.kafka_lake_source", dir);
-	char	   *expected = psprintf("database %u source %s\n", MyDatabaseId, source);
+	char	   *marker = psprintf("%s/" KL_SOURCE_MARKER, dir);
+	char	   *expected = kl_source_marker_line(source);
 	size_t		len;
 	char	   *found;
 
@@ -993,6 +1066,13 @@ kl_claim_source_dir(const char *dir, const char *source)
 					 errhint("Choose another source name, or give each database its own kafka_lake.landing_dir (ALTER DATABASE ... SET kafka_lake.landing_dir = ...).")));
 		return;
 	}
+	if (!kl_dir_is_empty(dir))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("landing directory \"%s\" exists and is not a kafka_lake source directory", dir),
+				 errdetail("It is not empty and has no marker file %s.", KL_SOURCE_MARKER),
+				 errhint("Choose another source name or another kafka_lake.landing_dir. If the directory holds batches that this database landed for source \"%s\", restore its marker: a file %s holding the line \"%s\".",
+						 source, KL_SOURCE_MARKER, pnstrdup(expected, strlen(expected) - 1))));
 	{
 		int			fd = OpenTransientFile(marker, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
 
@@ -1121,6 +1201,21 @@ kafka_lake_drop_source(PG_FUNCTION_ARGS)
 				 errmsg("source must not be null")));
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	values[0] = Int32GetDatum(src->source_id);
+
+	/* only a directory that is this database's source's is ever removed */
+	if (drop_landing)
+	{
+		struct stat st;
+
+		if (stat(src->dir, &st) == 0 && !kl_source_dir_is_ours(src->dir))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("landing directory \"%s\" is not removed: it does not carry this database's marker of source \"%s\"",
+							src->dir, src->source),
+					 errdetail("kafka_lake removes only directories whose %s file names this database and the source.",
+							   KL_SOURCE_MARKER),
+					 errhint("Drop the source with drop_landing => false and remove the directory by hand if it is no longer needed.")));
+	}
 
 	cs = kl_catalog_begin();
 	kl_spi_exec(psprintf("DROP FOREIGN TABLE IF EXISTS kafka_lake.%s",

@@ -18,6 +18,17 @@
  * transactional way of clearing the setting, so the "fired" state is kept
  * outside of the GUC machinery.  SHOW still displays the last value.
  *
+ * The landing directory must never be PostgreSQL's own: a source named
+ * "base" under a landing_dir of "." would claim every database's files, and
+ * drop_source(..., drop_landing => true) would remove them.  Its check hook
+ * refuses the data directory, a directory that contains it, anything inside
+ * PostgreSQL's own subdirectories (base, global, pg_*, the log directory) and
+ * inside the targets of pg_wal and of the tablespace links, after resolving
+ * relative paths, "..", and the symbolic links of the part of the path that
+ * exists.  (Sources also never claim a directory that holds anything but
+ * their own files, and only a directory carrying a source's marker is ever
+ * removed: catalog.c, landing.c.)
+ *
  * IDENTIFICATION
  *	  src/kafka_lake.c
  *
@@ -27,8 +38,12 @@
 
 #include <limits.h>
 
+#include <dirent.h>
+#include <stdlib.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "postmaster/syslogger.h"
 #include "utils/guc.h"
 
 #include "kafka_lake.h"
@@ -55,6 +70,7 @@ static const char *const kl_fault_points[] = {
 
 static bool kl_check_fault_injection(char **newval, void **extra, GucSource source);
 static void kl_assign_fault_injection(const char *newval, void *extra);
+static bool kl_check_landing_dir(char **newval, void **extra, GucSource source);
 
 void		_PG_init(void);
 
@@ -72,7 +88,7 @@ _PG_init(void)
 							   "kafka_lake",
 							   PGC_SUSET,
 							   0,
-							   NULL, NULL, NULL);
+							   kl_check_landing_dir, NULL, NULL);
 
 	DefineCustomIntVariable("kafka_lake.batch_max_records",
 							"Largest number of records in one landed batch.",
@@ -107,6 +123,155 @@ _PG_init(void)
 							   NULL);
 
 	kl_reserve_guc_prefix("kafka_lake");
+}
+
+/*
+ * kl_resolve_path
+ *		An absolute, canonical form of path (relative to the data directory)
+ *		with the symbolic links of its longest existing part resolved.
+ */
+static void
+kl_resolve_path(const char *path, char *out)
+{
+	char		head[MAXPGPATH];
+	char		rest[MAXPGPATH] = "";
+
+	if (is_absolute_path(path))
+		strlcpy(head, path, sizeof(head));
+	else
+		snprintf(head, sizeof(head), "%s/%s", DataDir, path);
+	canonicalize_path(head);
+	for (;;)
+	{
+		char	   *real = realpath(head, NULL);
+		char	   *slash;
+		char		tmp[MAXPGPATH];
+
+		if (real != NULL)
+		{
+			snprintf(out, MAXPGPATH, "%s%s%s", real, rest[0] ? "/" : "", rest);
+			free(real);
+			canonicalize_path(out);
+			return;
+		}
+		slash = last_dir_separator(head);
+		if (slash == NULL || slash == head)
+		{
+			snprintf(out, MAXPGPATH, "%s%s%s", head, rest[0] ? "/" : "", rest);
+			canonicalize_path(out);
+			return;
+		}
+		snprintf(tmp, sizeof(tmp), "%s%s%s", slash + 1, rest[0] ? "/" : "", rest);
+		strlcpy(rest, tmp, sizeof(rest));
+		*slash = '\0';
+	}
+}
+
+/*
+ * kl_is_own_dir_name
+ *		Is this entry of the data directory one of PostgreSQL's own?
+ */
+static bool
+kl_is_own_dir_name(const char *name)
+{
+	char		log_dir[MAXPGPATH];
+
+	if (strcmp(name, "base") == 0 || strcmp(name, "global") == 0 ||
+		strncmp(name, "pg_", 3) == 0 || strncmp(name, "PG_", 3) == 0 ||
+		strncmp(name, "postgresql.", 11) == 0 || strncmp(name, "postmaster.", 11) == 0)
+		return true;
+	if (Log_directory != NULL && !is_absolute_path(Log_directory))
+	{
+		strlcpy(log_dir, Log_directory, sizeof(log_dir));
+		canonicalize_path(log_dir);
+		log_dir[strcspn(log_dir, "/")] = '\0';
+		if (strcmp(name, log_dir) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * kl_landing_dir_problem
+ *		Why a resolved landing directory would mix with PostgreSQL's own files
+ *		(data is the resolved data directory), or NULL.
+ */
+static char *
+kl_landing_dir_problem(const char *landing, const char *data)
+{
+	char		link[MAXPGPATH];
+	char		target[MAXPGPATH];
+	DIR		   *dir;
+	struct dirent *de;
+	char	   *problem = NULL;
+
+	if (strcmp(landing, "/") == 0 || path_is_prefix_of_path(landing, data))
+		return psprintf(strcmp(landing, data) == 0 ? "\"%s\" is the data directory." :
+						"\"%s\" contains the data directory.", landing);
+	if (path_is_prefix_of_path(data, landing))
+	{
+		char		first[MAXPGPATH];
+
+		strlcpy(first, landing + strlen(data) + 1, sizeof(first));
+		first[strcspn(first, "/")] = '\0';
+		if (kl_is_own_dir_name(first))
+			return psprintf("\"%s\" is in \"%s\" of the data directory, which belongs to PostgreSQL.",
+							landing, first);
+	}
+
+	/* the places the data directory links to: WAL, tablespaces, the log */
+	snprintf(link, sizeof(link), "%s/pg_wal", DataDir);
+	kl_resolve_path(link, target);
+	if (path_is_prefix_of_path(target, landing) || path_is_prefix_of_path(landing, target))
+		return psprintf("\"%s\" overlaps the write-ahead log directory \"%s\".", landing, target);
+	if (Log_directory != NULL && is_absolute_path(Log_directory))
+	{
+		kl_resolve_path(Log_directory, target);
+		if (path_is_prefix_of_path(target, landing) || path_is_prefix_of_path(landing, target))
+			return psprintf("\"%s\" overlaps the log directory \"%s\".", landing, target);
+	}
+	snprintf(link, sizeof(link), "%s/pg_tblspc", DataDir);
+	dir = opendir(link);
+	while (dir != NULL && problem == NULL && (de = readdir(dir)) != NULL)
+	{
+		char		entry[MAXPGPATH];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(entry, sizeof(entry), "%s/%s", link, de->d_name);
+		kl_resolve_path(entry, target);
+		if (path_is_prefix_of_path(target, landing) || path_is_prefix_of_path(landing, target))
+			problem = psprintf("\"%s\" overlaps the tablespace directory \"%s\".", landing, target);
+	}
+	if (dir != NULL)
+		closedir(dir);
+	return problem;
+}
+
+/*
+ * kl_check_landing_dir
+ *		Refuse a landing directory among PostgreSQL's own files (see the file
+ *		header).  Before the data directory is known there is nothing to
+ *		compare with.
+ */
+static bool
+kl_check_landing_dir(char **newval, void **extra, GucSource source)
+{
+	char		landing[MAXPGPATH];
+	char		data[MAXPGPATH];
+	char	   *problem;
+
+	if (*newval == NULL || (*newval)[0] == '\0' || DataDir == NULL)
+		return true;
+	kl_resolve_path(*newval, landing);
+	kl_resolve_path(DataDir, data);
+	problem = kl_landing_dir_problem(landing, data);
+	if (problem == NULL)
+		return true;
+	GUC_check_errmsg("kafka_lake.landing_dir \"%s\" would mix landed files with PostgreSQL's own", *newval);
+	GUC_check_errdetail("%s", problem);
+	GUC_check_errhint("Use a directory of its own: a new directory under the data directory (the default is \"kafka_lake\") or outside it.");
+	return false;
 }
 
 /*

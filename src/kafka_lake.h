@@ -298,6 +298,7 @@ extern void kl_check_topic_name(const char *topic);
 extern int	kl_status_file_index(const char *status);
 extern ForeignServer *kl_get_server(const char *name);
 extern void kl_check_server_usage(ForeignServer *server);
+extern bool kl_source_dir_is_ours(const char *dir);
 extern KlSource *kl_source_lookup(const char *name);
 typedef struct KlCatalogSave
 {

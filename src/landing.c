@@ -148,15 +148,73 @@ kl_make_dirs(const char *path)
 
 /*
  * kl_remove_tree
- *		rm -rf of a directory we own (no symlinks are followed).
+ *		rm -rf of a directory inside a source directory of this database (no
+ *		symlinks are followed).  Anything else is left alone, with a WARNING:
+ *		nothing outside a source's own directory is ever removed.
  */
 void
 kl_remove_tree(const char *path)
 {
+	char	   *ancestor = pstrdup(path);
+	bool		inside = false;
+
+	for (;;)
+	{
+		char	   *before = pstrdup(ancestor);
+		bool		top;
+
+		get_parent_directory(ancestor);
+		top = (ancestor[0] == '\0' || strcmp(ancestor, before) == 0);
+		pfree(before);
+		if (top)
+			break;
+		if (kl_source_dir_is_ours(ancestor))
+		{
+			inside = true;
+			break;
+		}
+	}
+	pfree(ancestor);
+	if (!inside)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("not removing \"%s\": it is not inside a kafka_lake source directory of this database",
+						path)));
+		return;
+	}
 	if (!rmtree(path, true))
 		ereport(WARNING,
 				(errcode_for_file_access(),
 				 errmsg("could not remove directory \"%s\" completely", path)));
+}
+
+/*
+ * kl_remove_source_dir
+ *		rm -rf of a source's directory, only when it carries this database's
+ *		marker of that source (see kl_source_dir_is_ours); otherwise it is
+ *		left alone with a WARNING.  Runs when a transaction commits, so it
+ *		never raises an ERROR.
+ */
+static void
+kl_remove_source_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0)
+		return;
+	if (!kl_source_dir_is_ours(dir))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("not removing \"%s\": it does not carry this database's kafka_lake source marker",
+						dir)));
+		return;
+	}
+	if (!rmtree(dir, true))
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove directory \"%s\" completely", dir)));
 }
 
 /*
@@ -174,10 +232,8 @@ kl_remove_at_commit_callback(XactEvent event, void *arg)
 		foreach(cell, kl_trees_to_remove)
 		{
 			KlPendingRemoval *r = lfirst(cell);
-			struct stat st;
 
-			if (stat(r->path, &st) == 0)
-				rmtree(r->path, true);
+			kl_remove_source_dir(r->path);
 		}
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
@@ -219,8 +275,9 @@ kl_remove_at_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /*
  * kl_remove_tree_at_commit
- *		Remove a directory tree once the transaction has committed (unless
- *		the savepoint that asked for it is rolled back).
+ *		Remove a source's directory once the transaction has committed
+ *		(unless the savepoint that asked for it is rolled back, or the
+ *		directory no longer carries this database's marker then).
  */
 void
 kl_remove_tree_at_commit(const char *path)
