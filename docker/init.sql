@@ -1,7 +1,9 @@
 -- docker/init.sql: run once by the postgres image's entrypoint, as the
 -- superuser in database "postgres", when the data directory is empty.
--- pg_cron is preloaded by the compose command (shared_preload_libraries) and
--- schedules jobs in this database (cron.database_name=postgres).
+-- pg_cron and kafka_lake are preloaded by the compose command
+-- (shared_preload_libraries; kafka_lake so that it keeps the secrets of user
+-- mappings out of the server log); pg_cron schedules jobs in this database
+-- (cron.database_name=postgres).
 
 CREATE EXTENSION IF NOT EXISTS pg_cron;
 

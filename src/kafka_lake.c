@@ -29,6 +29,18 @@
  * their own files, and only a directory carrying a source's marker is ever
  * removed: catalog.c, landing.c.)
  *
+ * Secrets in the server log.  PostgreSQL writes statements to the log as
+ * they were typed (log_statement, log_min_duration_statement, the STATEMENT
+ * line of an error), and CREATE or ALTER USER MAPPING carries kafka_lake's
+ * secrets in them.  An emit_log_hook sees every log line before it is
+ * written: it replaces the value of every secret-named option in the
+ * message, detail, hint, context and internal query, and in the statement
+ * text (debug_query_string is pointed at a scrubbed copy), see
+ * kl_scrub_sql_secrets in options.c.  The hook exists in a process only once
+ * the library is loaded there, so it protects every statement only when
+ * kafka_lake is in shared_preload_libraries; _PG_init therefore does nothing
+ * that needs a database (it runs in the postmaster then).
+ *
  * IDENTIFICATION
  *	  src/kafka_lake.c
  *
@@ -44,7 +56,10 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "postmaster/syslogger.h"
+#include "tcop/tcopprot.h"
+#include "utils/elog.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "kafka_lake.h"
 
@@ -68,15 +83,23 @@ static const char *const kl_fault_points[] = {
 	NULL
 };
 
+/* the log hook: the previous one, and the scrubbed statement we point to */
+static emit_log_hook_type kl_prev_emit_log_hook = NULL;
+static char *kl_scrubbed_query = NULL;
+static List *kl_scrubbed_values = NIL;
+static bool kl_in_emit_log_hook = false;
+
 static bool kl_check_fault_injection(char **newval, void **extra, GucSource source);
 static void kl_assign_fault_injection(const char *newval, void *extra);
 static bool kl_check_landing_dir(char **newval, void **extra, GucSource source);
+static void kl_emit_log_hook(ErrorData *edata);
 
 void		_PG_init(void);
 
 /*
  * _PG_init
- *		Define the settings.  Nothing here needs shared_preload_libraries.
+ *		Define the settings and install the log hook.  Nothing here needs a
+ *		database: with shared_preload_libraries this runs in the postmaster.
  */
 void
 _PG_init(void)
@@ -123,6 +146,9 @@ _PG_init(void)
 							   NULL);
 
 	kl_reserve_guc_prefix("kafka_lake");
+
+	kl_prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = kl_emit_log_hook;
 }
 
 /*
@@ -272,6 +298,121 @@ kl_check_landing_dir(char **newval, void **extra, GucSource source)
 	GUC_check_errdetail("%s", problem);
 	GUC_check_errhint("Use a directory of its own: a new directory under the data directory (the default is \"kafka_lake\") or outside it.");
 	return false;
+}
+
+/*
+ * kl_scrub_field
+ *		Scrub one text field of a log line in place: secret-named options,
+ *		then the values found in the statement (those of four bytes or more:
+ *		shorter ones would blot out ordinary words).
+ */
+static void
+kl_scrub_field(char **field)
+{
+	char	   *scrubbed;
+	List	   *values = NIL;
+	ListCell   *cell;
+
+	if (*field == NULL)
+		return;
+	scrubbed = kl_scrub_sql_secrets(*field, false, NULL);
+	if (scrubbed != NULL)
+	{
+		pfree(*field);
+		*field = scrubbed;
+	}
+	foreach(cell, kl_scrubbed_values)
+	{
+		if (strlen((const char *) lfirst(cell)) >= 4)
+			values = lappend(values, lfirst(cell));
+	}
+	if (values != NIL)
+	{
+		scrubbed = kl_scrub_secrets(*field, values);
+		pfree(*field);
+		*field = scrubbed;
+		list_free(values);
+	}
+}
+
+/*
+ * kl_prints_statement
+ *		Will the server log show the statement with this line?  As
+ *		PostgreSQL decides it (elog.c, is_log_level_output), so that the
+ *		statement is scanned only for lines that show it.
+ */
+static bool
+kl_prints_statement(const ErrorData *edata)
+{
+	if (edata->hide_stmt || debug_query_string == NULL)
+		return false;
+	if (edata->elevel == LOG || edata->elevel == LOG_SERVER_ONLY)
+		return log_min_error_statement == LOG || log_min_error_statement <= ERROR;
+	if (log_min_error_statement == LOG)
+		return edata->elevel >= FATAL;
+	return edata->elevel >= log_min_error_statement;
+}
+
+/*
+ * kl_emit_log_hook
+ *		Keep the secrets of kafka_lake's options out of a log line (and out
+ *		of what the client is sent of it).
+ */
+static void
+kl_emit_log_hook(ErrorData *edata)
+{
+	if (!kl_in_emit_log_hook)
+	{
+		kl_in_emit_log_hook = true;
+		PG_TRY();
+		{
+			/* the statement, once per statement that is printed */
+			if (kl_prints_statement(edata) && debug_query_string != kl_scrubbed_query &&
+				CritSectionCount == 0)
+			{
+				List	   *values = NIL;
+				char	   *scrubbed = kl_scrub_sql_secrets(debug_query_string, true, &values);
+				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+				if (kl_scrubbed_query != NULL)
+					pfree(kl_scrubbed_query);
+				list_free_deep(kl_scrubbed_values);
+				kl_scrubbed_query = NULL;
+				kl_scrubbed_values = NIL;
+				if (scrubbed != NULL)
+				{
+					ListCell   *cell;
+
+					kl_scrubbed_query = pstrdup(scrubbed);
+					foreach(cell, values)
+						kl_scrubbed_values = lappend(kl_scrubbed_values,
+													 pstrdup((const char *) lfirst(cell)));
+					debug_query_string = kl_scrubbed_query;
+					pfree(scrubbed);
+				}
+				MemoryContextSwitchTo(old);
+				list_free_deep(values);
+			}
+			if (debug_query_string == NULL || debug_query_string != kl_scrubbed_query)
+			{
+				list_free_deep(kl_scrubbed_values);
+				kl_scrubbed_values = NIL;
+			}
+			kl_scrub_field(&edata->message);
+			kl_scrub_field(&edata->detail);
+			kl_scrub_field(&edata->detail_log);
+			kl_scrub_field(&edata->hint);
+			kl_scrub_field(&edata->context);
+			kl_scrub_field(&edata->internalquery);
+		}
+		PG_FINALLY();
+		{
+			kl_in_emit_log_hook = false;
+		}
+		PG_END_TRY();
+	}
+	if (kl_prev_emit_log_hook)
+		kl_prev_emit_log_hook(edata);
 }
 
 /*

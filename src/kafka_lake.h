@@ -59,6 +59,8 @@ extern void kl_fault_point(const char *point);
 extern bool kl_is_secret_property(const char *name);
 extern rd_kafka_conf_t *kl_build_conf(ForeignServer *server, Oid userid, List **secrets);
 extern char *kl_scrub_secrets(const char *text, List *secrets);
+extern bool kl_text_may_hold_secret(const char *text);
+extern char *kl_scrub_sql_secrets(const char *text, bool statement, List **values);
 extern void kl_foreign_table_options(Oid relid, char **source, char **status);
 
 /* ---------- in kafka.c ---------- */

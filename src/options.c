@@ -743,3 +743,260 @@ kl_foreign_table_options(Oid relid, char **source, char **status)
 			*status = defGetString(def);
 	}
 }
+
+/* ----------------------------------------------------------------
+ *		Secrets in SQL text (for the server log)
+ *
+ * PostgreSQL writes statements to the server log as they were typed
+ * (log_statement, log_min_duration_statement, the STATEMENT line of an
+ * error), and a CREATE or ALTER USER MAPPING holds kafka_lake's secrets as
+ * string constants.  kl_scrub_sql_secrets finds them without parsing the
+ * statement, which may not even parse: wherever a name that kafka_lake
+ * treats as a secret (kl_is_secret_property, in any case, quoted or not,
+ * which also covers CREATE ROLE ... PASSWORD) is followed, after blanks and
+ * comments, by a string constant ('...', E'...', U&'...', $tag$...$tag$, or
+ * ''...'' in SQL held inside a string) the constant's content is replaced
+ * by ********; in the text of a statement, also a bare word after a
+ * property name (a statement that does not parse is logged all the same).  The scan does not track quoting, so it
+ * also finds secrets in SQL held in a string or a dollar-quoted body; a name
+ * directly after a quote is the content of a string, not a name, and is
+ * skipped.  A secret-named option whose value is not there (DROP, or a
+ * misspelt statement) leaves the text as it is.
+ * ----------------------------------------------------------------
+ */
+
+#define KL_MASK "********"
+
+static bool
+kl_sql_ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		c == '_' || c == '$' || IS_HIGHBIT_SET(c);
+}
+
+/*
+ * kl_contains_ci
+ *		Does text contain word (lower-case ASCII), in any case?
+ */
+static bool
+kl_contains_ci(const char *text, const char *word)
+{
+	size_t		n = strlen(word);
+
+	for (const char *p = text; *p; p++)
+	{
+		if (pg_strncasecmp(p, word, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * kl_text_may_hold_secret
+ *		A quick test that lets most log lines through untouched: can text
+ *		hold the name of a secret property at all?
+ */
+bool
+kl_text_may_hold_secret(const char *text)
+{
+	return text != NULL &&
+		(kl_contains_ci(text, "password") || kl_contains_ci(text, "secret") ||
+		 kl_contains_ci(text, "key.pem") || kl_contains_ci(text, "oauthbearer.config"));
+}
+
+/*
+ * kl_sql_skip_blanks
+ *		Past white space and comments.
+ */
+static const char *
+kl_sql_skip_blanks(const char *p)
+{
+	for (;;)
+	{
+		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')
+			p++;
+		else if (p[0] == '-' && p[1] == '-')
+		{
+			while (*p && *p != '\n')
+				p++;
+		}
+		else if (p[0] == '/' && p[1] == '*')
+		{
+			const char *end = strstr(p + 2, "*/");
+
+			p = end ? end + 2 : p + strlen(p);
+		}
+		else
+			return p;
+	}
+}
+
+/*
+ * kl_sql_value
+ *		If a value (a string constant, or with bare_words a bare word or
+ *		number) starts at p, set *start and *end to its content and return
+ *		the end of the value; else NULL.  An unterminated constant runs to
+ *		the end of the text.
+ */
+static const char *
+kl_sql_value(const char *p, bool bare_words, const char **start, const char **end)
+{
+	const char *q;
+
+	if ((p[0] == 'E' || p[0] == 'e') && p[1] == '\'')
+	{
+		/* E'...': backslash escapes and doubled quotes */
+		*start = q = p + 2;
+		while (*q && !(*q == '\'' && q[1] != '\''))
+			q += (*q == '\\' || *q == '\'') && q[1] ? 2 : 1;
+		*end = q;
+		return *q ? q + 1 : q;
+	}
+	if ((p[0] == 'U' || p[0] == 'u') && p[1] == '&' && p[2] == '\'')
+		p += 2;
+	if (p[0] == '\'' && p[1] == '\'' && p[2] != '\0' && p[2] != '\'' && p[2] != ',' &&
+		p[2] != ')' && p[2] != ' ' && p[2] != '\n' && p[2] != ';')
+	{
+		/* ''...'': a constant in SQL that is itself held in a string */
+		const char *close = strstr(p + 2, "''");
+
+		*start = p + 2;
+		*end = close ? close : p + strlen(p);
+		return close ? close + 2 : *end;
+	}
+	if (p[0] == '\'')
+	{
+		*start = q = p + 1;
+		while (*q && !(*q == '\'' && q[1] != '\''))
+			q += (*q == '\'') ? 2 : 1;
+		*end = q;
+		return *q ? q + 1 : q;
+	}
+	if (p[0] == '$')
+	{
+		/* $tag$...$tag$ */
+		const char *tag_end = p + 1;
+		char	   *tag;
+		const char *close;
+
+		while (kl_sql_ident_char(*tag_end) && *tag_end != '$')
+			tag_end++;
+		if (*tag_end != '$' || (tag_end > p + 1 && p[1] >= '0' && p[1] <= '9'))
+			return NULL;
+		tag = pnstrdup(p, tag_end - p + 1);
+		*start = tag_end + 1;
+		close = strstr(*start, tag);
+		*end = close ? close : *start + strlen(*start);
+		q = close ? close + strlen(tag) : *end;
+		pfree(tag);
+		return q;
+	}
+	if (bare_words && (kl_sql_ident_char(p[0]) || p[0] == '-' || p[0] == '.'))
+	{
+		/* a bare word or number: not valid SQL, but it is logged all the same */
+		*start = q = p;
+		while (kl_sql_ident_char(*q) || *q == '.' || *q == '-')
+			q++;
+		*end = q;
+		return q;
+	}
+	return NULL;
+}
+
+/*
+ * kl_sql_name_is_secret
+ *		Is the name in [start, end) one that kafka_lake treats as a secret?
+ */
+static bool
+kl_sql_name_is_secret(const char *start, const char *end)
+{
+	char	   *name = pnstrdup(start, end - start);
+	bool		secret;
+
+	for (char *c = name; *c; c++)
+		*c = pg_ascii_tolower((unsigned char) *c);
+	secret = kl_is_secret_property(name);
+	pfree(name);
+	return secret;
+}
+
+/*
+ * kl_scrub_sql_secrets
+ *		A copy of text (a statement, or with !statement a log message that
+ *		may quote SQL) with the value of every secret-named option replaced
+ *		by ********, or NULL when there is none.  The values found are
+ *		appended to *values (when values is not NULL), for scrubbing the same
+ *		values from the other parts of a log line.
+ */
+char *
+kl_scrub_sql_secrets(const char *text, bool statement, List **values)
+{
+	StringInfoData out;
+	const char *copied = text;
+	const char *p = text;
+
+	if (!kl_text_may_hold_secret(text))
+		return NULL;
+	initStringInfo(&out);
+	while (*p)
+	{
+		const char *name_start;
+		const char *name_end;
+		const char *after;
+		const char *value_start;
+		const char *value_end;
+		const char *next;
+
+		if (*p == '"')
+		{
+			const char *q = p + 1;
+
+			while (*q && !(*q == '"' && q[1] != '"'))
+				q += (*q == '"') ? 2 : 1;
+			if (*q == '\0')
+				break;
+			name_start = p + 1;
+			name_end = q;
+			after = q + 1;
+		}
+		else if (kl_sql_ident_char(*p) && *p != '$' &&
+				 (p == text || (!kl_sql_ident_char(p[-1]) && p[-1] != '\'' && p[-1] != '.')))
+		{
+			const char *q = p;
+
+			while (kl_sql_ident_char(*q) || (*q == '.' && kl_sql_ident_char(q[1])))
+				q++;
+			name_start = p;
+			name_end = q;
+			after = q;
+		}
+		else
+		{
+			p++;
+			continue;
+		}
+
+		p = after;
+		if (!kl_sql_name_is_secret(name_start, name_end))
+			continue;
+		/* a bare word only after a property name (with a dot), not after a column */
+		next = kl_sql_value(kl_sql_skip_blanks(after),
+							statement && memchr(name_start, '.', name_end - name_start) != NULL,
+							&value_start, &value_end);
+		if (next == NULL || value_end == value_start)
+			continue;
+		appendBinaryStringInfo(&out, copied, value_start - copied);
+		appendStringInfoString(&out, KL_MASK);
+		if (values != NULL)
+			*values = lappend(*values, pnstrdup(value_start, value_end - value_start));
+		copied = value_end;
+		p = next;
+	}
+	if (copied == text)
+	{
+		pfree(out.data);
+		return NULL;
+	}
+	appendStringInfoString(&out, copied);
+	return out.data;
+}

@@ -3,8 +3,9 @@
 # Sets up everything kafka_lake needs on a Debian 12 machine, as root:
 # the Debian packages, the extension (built and installed), a throwaway
 # PostgreSQL 15 cluster owned by the postgres user in a temporary directory
-# on a free port (pg_cron preloaded), and the test broker (librdkafka's mock
-# cluster on 127.0.0.1, test/broker/kafka_lake_broker).  kl_cleanup stops
+# on a free port (pg_cron and kafka_lake preloaded: kafka_lake keeps secrets
+# out of the server log only when it is loaded at server start), and the test
+# broker (librdkafka's mock cluster on 127.0.0.1, test/broker/kafka_lake_broker).  kl_cleanup stops
 # both and removes the directory; callers install it as an EXIT/INT/TERM
 # trap before starting anything.
 #
@@ -83,7 +84,7 @@ kl_start_cluster() {
 		port = $PGPORT
 		listen_addresses = ''
 		unix_socket_directories = '$KL_TMP/pg'
-		shared_preload_libraries = 'pg_cron'
+		shared_preload_libraries = 'pg_cron,kafka_lake'
 		cron.database_name = '${KL_CRON_DB:-kl_test}'
 		cron.use_background_workers = on
 		max_worker_processes = 16
