@@ -8,7 +8,7 @@
 -- No absolute time is asserted; a guard statement_timeout far above the land's own timeout turns
 -- a commit that ignores its timeout into the wrong SQLSTATE.  Uses a broker of its own and dblink.
 SET client_min_messages = warning;
-SELECT plan(10);
+SELECT plan(11);
 SELECT kl_test.private_broker('ct62', 'ct62.t:1') AS ct_bootstrap \gset
 CREATE SERVER ct62_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers :'ct_bootstrap');
 SELECT kafka_lake.create_source('ct62', 'ct62_srv', 'ct62.t');
@@ -50,10 +50,13 @@ SELECT kl_test.private_ctl('ct62', 'up -1');
 
 -- 2. statement_timeout
 SELECT kafka_lake.produce('ct62_srv', 'ct62.t', kl_test.event('evt-ct62-2'));
-SET statement_timeout = '3s';
+SELECT kl_test.sh('rm -f ' || :'marker');
+SET statement_timeout = '5s';
 SELECT * FROM pg_temp.error_of($$SELECT * FROM kafka_lake.land('ct62', timeout => '10 min')$$) \gset stmt_
 RESET statement_timeout;
-SELECT is(:'stmt_state'::text, '57014', 'statement_timeout ends a commit the broker cannot take: 57014');
+SELECT is(:'stmt_state'::text || ' ' || :'stmt_message'::text, '57014 canceling statement due to statement timeout',
+          'statement_timeout ends a commit the broker cannot take: 57014');
+SELECT isnt((pg_stat_file(:'marker', true)).size, NULL, '(the land had reached the commit)');
 SELECT kl_test.private_ctl('ct62', 'up -1');
 
 -- 3. pg_cancel_backend from another session
@@ -80,9 +83,10 @@ BEGIN
   PERFORM * FROM dblink_get_result('ct62') AS t(n bigint);
   INSERT INTO pg_temp.cancel_result VALUES ('');
 EXCEPTION WHEN query_canceled OR others THEN
-  INSERT INTO pg_temp.cancel_result VALUES (SQLSTATE);
+  INSERT INTO pg_temp.cancel_result VALUES (SQLSTATE || ' ' || SQLERRM);
 END $$;
-SELECT is((SELECT state FROM pg_temp.cancel_result), '57014', 'pg_cancel_backend ends the commit: 57014');
+SELECT alike((SELECT state FROM pg_temp.cancel_result), '57014 %canceling statement due to user request%',
+             'pg_cancel_backend ends the commit: 57014');
 SELECT dblink_disconnect('ct62');
 SELECT kl_test.private_ctl('ct62', 'up -1');
 
