@@ -32,3 +32,84 @@
 
 ALTER FUNCTION kafka_lake.event_key(text, text) SET search_path = pg_catalog, pg_temp;
 REVOKE ALL ON FUNCTION kafka_lake.event_key(text, text) FROM PUBLIC;
+-- Durability (landing operations and errors): a NULL argument is an error
+--
+-- recover(), verify() and gold_as_of() were STRICT, so a NULL argument gave
+-- no rows, and an empty verify() reads as "no problem found".  Every
+-- function now refuses a NULL where it needs a value with 22004 and a hint
+-- (the C functions check their arguments themselves).  event_key() also
+-- refuses an unknown source (42704) instead of returning NULL.  Nothing
+-- else of the catalog changes: sources keep the consumer group ids they
+-- were created with (the default for new sources, kafka_lake.<database>.
+-- <source>, is decided by create_source and stored).
+--------------------------------------------------------------------------
+
+ALTER FUNCTION kafka_lake.recover(text) CALLED ON NULL INPUT;
+ALTER FUNCTION kafka_lake.verify(text) CALLED ON NULL INPUT;
+
+CREATE OR REPLACE FUNCTION kafka_lake.event_key(source text, event_id text)
+RETURNS uuid
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key uuid;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL THEN
+        RAISE EXCEPTION '% must not be null', CASE WHEN $1 IS NULL THEN 'source' ELSE 'event_id' END
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'For example: kafka_lake.event_key(''machine_events'', ''evt-20260629-000001'').';
+    END IF;
+    SELECT encode(substring(sha256(int4send(s.source_id) || convert_to($2, 'UTF8'))
+                            FROM 1 FOR 16), 'hex')::uuid
+      INTO key
+      FROM kafka_lake.sources s WHERE s.source = $1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'source "%" does not exist', $1
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'The existing sources are listed in kafka_lake.sources.';
+    END IF;
+    RETURN key;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION kafka_lake.gold_as_of(snapshot_id bigint)
+RETURNS TABLE (
+    source            text,
+    business_date     date,
+    plant_id          text,
+    line_id           text,
+    product_code      text,
+    units_produced    bigint,
+    defect_count      bigint,
+    defect_rate       numeric(12,6),
+    avg_cycle_time_ms numeric(14,2),
+    closing_status    text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    wanted ALIAS FOR $1;
+BEGIN
+    IF wanted IS NULL THEN
+        RAISE EXCEPTION 'snapshot_id must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'kafka_lake.snapshots lists every snapshot; bridge() reports the one it publishes.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM kafka_lake.snapshots s WHERE s.snapshot_id = wanted) THEN
+        RAISE EXCEPTION 'snapshot % does not exist', wanted
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'kafka_lake.snapshots lists every snapshot; bridge() reports the one it publishes.';
+    END IF;
+    RETURN QUERY
+        SELECT src.source, g.business_date, g.plant_id, g.line_id,
+               g.product_code, g.units_produced, g.defect_count, g.defect_rate,
+               g.avg_cycle_time_ms, g.closing_status
+        FROM kafka_lake.gold_daily_line_metrics g
+        JOIN kafka_lake.snapshots s ON s.snapshot_id = g.snapshot_id
+        JOIN kafka_lake.sources src ON src.source_id = s.source_id
+        WHERE g.snapshot_id = wanted
+        ORDER BY g.plant_id, g.line_id, g.product_code;
+END
+$$;

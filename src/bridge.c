@@ -2580,7 +2580,8 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source and business_date must not be null")));
+				 errmsg("source and business_date must not be null"),
+				 errhint("Name a source and the business date to bridge, for example kafka_lake.bridge('machine_events', '2026-06-29').")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	if (DATE_NOT_FINITE(PG_GETARG_DATEADT(1)))

@@ -35,7 +35,16 @@
  * transaction-level advisory lock in a lock space of our own (the fourth
  * field of the lock tag is 0x4B4C, "KL", so it cannot collide with a user's
  * pg_advisory_lock keys; pg_locks shows it as an advisory lock with objsubid
- * 19276).  A busy partition is skipped and reported "locked".
+ * 19276).  A busy partition is skipped and reported "locked".  Under
+ * REPEATABLE READ or SERIALIZABLE a partition that another session changed
+ * after the transaction's snapshot is refused with a serialization failure
+ * once its lock is held: the transaction cannot see what the other one
+ * landed (kl_check_partition_snapshot).
+ *
+ * Consumer groups: the default group id is kafka_lake.<database>.<source>,
+ * and create_source refuses a group another source of the database uses,
+ * under an advisory lock of its own lock space ("KG") and against the
+ * latest snapshot, so that concurrent calls cannot both take one group.
  *
  * IDENTIFICATION
  *	  src/catalog.c
@@ -52,6 +61,8 @@
 #include "storage/fd.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "mb/pg_wchar.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
@@ -76,6 +87,7 @@
 #include "catalog/index.h"
 #include "access/tableam.h"
 #include "catalog/namespace.h"
+#include "commands/dbcommands.h"
 #include "executor/tuptable.h"
 #include "executor/executor.h"
 
@@ -88,6 +100,11 @@ PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
 #define KL_MAX_SOURCE_NAME			55	/* so that "<source>_records" fits NAMEDATALEN */
 #define KL_SOURCE_MARKER			".kafka_lake_source"
 #define KL_SOURCE_MARKER_LINE		"database %u source %s\n"	/* its content */
+#define KL_MAX_KAFKA_STRING			32767	/* bytes of a Kafka protocol string */
+#define KL_LOCK_SPACE_GROUP			0x4B47	/* "KG": create_source's group ids */
+
+static void kl_check_partition_snapshot(KlSource *src, int32 partition);
+static void kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values);
 
 /* the extension owner, looked up once per transaction */
 static Oid	kl_owner_cache = InvalidOid;
@@ -153,6 +170,60 @@ kl_check_topic_name(const char *topic)
 				(errcode(ERRCODE_INVALID_NAME),
 				 errmsg("invalid topic name \"%s\"", topic),
 				 errdetail("A Kafka topic name has 1 to 249 characters from [A-Za-z0-9._-] and is not \".\" or \"..\".")));
+}
+
+/*
+ * kl_check_not_null
+ *		A NULL where a function needs a value is an ERROR (22004), never an
+ *		empty result: an empty verify() would read as "no problem found".
+ */
+void
+kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname, const char *hint)
+{
+	if (!PG_ARGISNULL(argno))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("%s must not be null", argname),
+			 hint ? errhint("%s", hint) :
+			 errhint("Name a source; kafka_lake.sources lists them.")));
+}
+
+/*
+ * kl_check_group_id
+ *		What Kafka cannot carry as a consumer group id is refused before it
+ *		is stored: a Kafka string holds at most 32767 bytes (UTF-8), and a
+ *		longer group id makes every request of the source malformed, which
+ *		the broker answers by closing the connection (every land() would
+ *		time out blaming the broker).  Control characters are refused too:
+ *		Kafka takes them, but no tool shows such a group truthfully.
+ */
+void
+kl_check_group_id(const char *group_id)
+{
+	size_t		len = strlen(group_id);
+	char	   *utf8;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) group_id[i];
+
+		if (c < 0x20 || c == 0x7F)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("invalid consumer group id"),
+					 errdetail("The group id contains the control character U+%04X at byte %d.",
+							   c, (int) i + 1),
+					 errhint("Use printable characters only, for example kafka-lake-machine-events.")));
+	}
+	utf8 = pg_server_to_any(group_id, len, PG_UTF8);
+	if (strlen(utf8) > KL_MAX_KAFKA_STRING)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("consumer group id is too long"),
+				 errdetail("Kafka strings hold at most %d bytes; this group id has %zu bytes in UTF-8.",
+						   KL_MAX_KAFKA_STRING, strlen(utf8)),
+				 errhint("Use a shorter group id, or leave group_id out for the default kafka_lake.<database>.<source>.")));
 }
 
 /*
@@ -341,6 +412,18 @@ kl_source_lookup(const char *name)
 	}
 	kl_catalog_end(cs);
 	return src;
+}
+
+/*
+ * kl_source_arg
+ *		The source named by a function's argument; 22004 for a NULL, 42704
+ *		for an unknown name.
+ */
+KlSource *
+kl_source_arg(FunctionCallInfo fcinfo, int argno)
+{
+	kl_check_not_null(fcinfo, argno, "source", NULL);
+	return kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
 
 /*
@@ -948,7 +1031,121 @@ kl_try_lock_partition(KlSource *src, int32 partition)
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
 						 KL_LOCK_SPACE_PARTITION);
-	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	if (IsolationUsesXactSnapshot())
+		kl_check_partition_snapshot(src, partition);
+	return true;
+}
+
+/*
+ * kl_check_partition_snapshot
+ *		Under REPEATABLE READ or SERIALIZABLE, refuse a partition that another
+ *		session landed or committed after this transaction's snapshot was
+ *		taken.  Such a transaction cannot see the other session's batches:
+ *		it would take them for batches the catalog lacks and adopt them again
+ *		(a unique violation on batches), or land from a stale position.
+ *		Landing correctly needs the latest catalog, so the answer is a
+ *		serialization failure: retry, or run in READ COMMITTED.  The test
+ *		compares what the transaction's snapshot and the latest one see of
+ *		the partition.
+ */
+static void
+kl_check_partition_snapshot(KlSource *src, int32 partition)
+{
+	static const char *sql =
+		"SELECT (SELECT count(*) FROM kafka_lake.batches"
+		"        WHERE source_id = $1 AND topic = $2 AND partition = $3),"
+		"       (SELECT count(*) FROM kafka_lake.offset_commits"
+		"        WHERE source_id = $1 AND topic = $2 AND partition = $3)";
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+	Int32GetDatum(partition)};
+	int64		mine[2];
+	int64		latest[2];
+	bool		isnull;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec(sql, 3, types, values, NULL, SPI_OK_SELECT);
+	for (int i = 0; i < 2; i++)
+		mine[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  i + 1, &isnull));
+	kl_spi_exec_latest(sql, 3, types, values);
+	for (int i = 0; i < 2; i++)
+		latest[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												i + 1, &isnull));
+	kl_catalog_end(cs);
+
+	if (mine[0] != latest[0] || mine[1] != latest[1])
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access to partition %d of source \"%s\" due to a concurrent landing",
+						partition, src->source),
+				 errdetail("Another session landed or committed this partition after this transaction's snapshot was taken; "
+						   "under %s this transaction cannot see it. Nothing was changed for this partition.",
+						   XactIsoLevel == XACT_SERIALIZABLE ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errhint("Call land(), replay(), recover() and bridge() in READ COMMITTED (the default), or retry the transaction.")));
+}
+
+/*
+ * kl_catalog_partition_state
+ *		What the catalog remembers of a partition (see KlPartitionState).
+ */
+void
+kl_catalog_partition_state(KlSource *src, int32 partition, KlPartitionState *state)
+{
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+	Int32GetDatum(partition)};
+	bool		commit_null;
+	bool		batch_null;
+	Datum		commit;
+	Datum		batch_end;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT (SELECT max(committed_offset) FROM kafka_lake.offset_commits"
+				"        WHERE source_id = $1 AND topic = $2 AND partition = $3),"
+				"       (SELECT max(last_offset) + 1 FROM kafka_lake.batches"
+				"        WHERE source_id = $1 AND topic = $2 AND partition = $3)",
+				3, types, values, NULL, SPI_OK_SELECT);
+	commit = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &commit_null);
+	batch_end = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &batch_null);
+	state->has_history = !commit_null || !batch_null;
+	state->last_commit = commit_null ? -1 : DatumGetInt64(commit);
+	state->remembered = Max(Max(state->last_commit, batch_null ? 0 : DatumGetInt64(batch_end)), 0);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_group_users
+ *		The other sources of this database that use the source's consumer
+ *		group, as a comma-separated list of quoted names, or NULL.  (Only a
+ *		database upgraded from 1.0 can have them; create_source refuses a
+ *		shared group.)
+ */
+char *
+kl_catalog_group_users(KlSource *src)
+{
+	KlCatalogSave cs;
+	Oid			types[2] = {TEXTOID, INT4OID};
+	Datum		values[2] = {CStringGetTextDatum(src->group_id), Int32GetDatum(src->source_id)};
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *result = NULL;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT string_agg(pg_catalog.quote_ident(source), ', ' ORDER BY source)"
+				" FROM kafka_lake.sources WHERE group_id = $1 AND source_id <> $2",
+				2, types, values, NULL, SPI_OK_SELECT);
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (v != NULL)
+			result = MemoryContextStrdup(caller, v);
+	}
+	kl_catalog_end(cs);
+	return result;
 }
 
 /*
@@ -1087,9 +1284,58 @@ kl_claim_source_dir(const char *dir, const char *source)
 }
 
 /*
+ * kl_lock_group_id
+ *		Serialise the creation of sources that name the same consumer group
+ *		(a transaction-level advisory lock in kafka_lake's own lock space,
+ *		keyed by a hash of the group id), so that two concurrent
+ *		create_source calls cannot both take one group.
+ */
+static void
+kl_lock_group_id(const char *group_id)
+{
+	LOCKTAG		tag;
+	uint64		h = hash_bytes_extended((const unsigned char *) group_id,
+										strlen(group_id), 0);
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 KL_LOCK_SPACE_GROUP);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * kl_spi_exec_latest
+ *		Run a read-only statement with the latest snapshot rather than the
+ *		transaction's: it sees what other sessions committed since a
+ *		REPEATABLE READ transaction began (as PostgreSQL's foreign key checks
+ *		do).
+ */
+static void
+kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	CommandCounterIncrement();
+	rc = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "unexpected SPI result %s for: %s", SPI_result_code_string(rc), sql);
+	SPI_freeplan(plan);
+}
+
+/*
  * kafka_lake_create_source
  *		create_source(source, server, topic, group_id, contract): record a
  *		source and create its foreign table kafka_lake.<source>_records.
+ *
+ *		The default group id names the database and the source
+ *		(kafka_lake.<database>.<source>), so that sources of two databases
+ *		never share a group by accident; it is stored, so a later rename of
+ *		the database changes nothing.  A group another source of this
+ *		database uses is refused: sources that share a group overwrite each
+ *		other's offsets and skip records.
  */
 Datum
 kafka_lake_create_source(PG_FUNCTION_ARGS)
@@ -1100,27 +1346,24 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	char	   *topic;
 	char	   *group_id;
 	char	   *contract;
+	char	   *default_group;
 	ForeignServer *fs;
 	StringInfoData sql;
 	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[6];
 	char	   *root;
 
-	for (int i = 0; i < 3; i++)
-	{
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("source, server and topic must not be null")));
-	}
+	kl_check_not_null(fcinfo, 0, "source", "Name the new source, for example machine_events.");
+	kl_check_not_null(fcinfo, 1, "server", "Name a foreign server of the kafka_lake wrapper.");
+	kl_check_not_null(fcinfo, 2, "topic", "Name the Kafka topic the source lands.");
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	server = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	topic = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	group_id = PG_ARGISNULL(3) ? psprintf("kafka_lake.%s", source) :
-		text_to_cstring(PG_GETARG_TEXT_PP(3));
+	kl_check_source_name(source);
+	default_group = psprintf("kafka_lake.%s.%s", get_database_name(MyDatabaseId), source);
+	group_id = PG_ARGISNULL(3) ? default_group : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
 
-	kl_check_source_name(source);
 	kl_check_topic_name(topic);
 	fs = kl_get_server(server);
 	kl_check_server_usage(fs);
@@ -1128,7 +1371,8 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("group_id must not be empty"),
-				 errhint("Leave it out to use kafka_lake.%s.", source)));
+				 errhint("Leave it out to use %s.", default_group)));
+	kl_check_group_id(group_id);
 	if (strcmp(contract, "machine_event_v1") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1151,9 +1395,30 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("source \"%s\" already exists", source),
 				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
+
+	/* one group, one source: checked under a lock, against what is committed now */
+	kl_lock_group_id(group_id);
+	kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $1 ORDER BY source LIMIT 1",
+					   1, types + 3, values + 3);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("consumer group \"%s\" is already used by source \"%s\"",
+						group_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errdetail("Sources that share a consumer group overwrite each other's committed offsets and skip records."),
+				 errhint("Give group_id another value, or leave it out for the default %s.",
+						 default_group)));
+
+	/* a concurrent create_source of the same name: 42710, not a unique violation */
 	kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
-				" landing_dir) VALUES ($1, $2, $3, $4, $5, $6)",
+				" landing_dir) VALUES ($1, $2, $3, $4, $5, $6)"
+				" ON CONFLICT (source) DO NOTHING",
 				6, types, values, NULL, SPI_OK_INSERT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("source \"%s\" already exists", source),
+				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
 	kl_claim_source_dir(psprintf("%s/%s", root, source), source);
 
 	initStringInfo(&sql);
@@ -1168,7 +1433,6 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 					 quote_identifier(fs->servername),
 					 quote_literal_cstr(source));
 	kl_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	appendStringInfo(&sql, "%s", "");
 	resetStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "COMMENT ON FOREIGN TABLE kafka_lake.%s IS %s",
@@ -1195,10 +1459,7 @@ kafka_lake_drop_source(PG_FUNCTION_ARGS)
 	Oid			types[1] = {INT4OID};
 	Datum		values[1];
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source must not be null")));
+	kl_check_not_null(fcinfo, 0, "source", NULL);
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	values[0] = Int32GetDatum(src->source_id);
 

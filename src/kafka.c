@@ -3,8 +3,8 @@
  * kafka.c
  *	  librdkafka inside a PostgreSQL backend: handle lifetime, signals, logs,
  *	  errors, and the few Kafka calls kafka_lake makes (metadata, watermarks,
- *	  committed offsets, assign/poll, synchronous commit, produce); and the
- *	  SQL functions lag() and produce().
+ *	  committed offsets, assign/poll, commit, produce); and the SQL functions
+ *	  lag() and produce().
  *
  * A librdkafka handle runs several threads.  Three rules keep them from
  * hurting the backend:
@@ -17,7 +17,10 @@
  *	   is registered with the resource owner current at its creation; when
  *	   that owner is released (end of statement, ERROR, cancel, the abort of
  *	   a subtransaction) the handle is destroyed and its threads joined.  The
- *	   normal path destroys it explicitly, earlier.
+ *	   normal path destroys it explicitly, earlier.  One exception: a handle
+ *	   whose commit the cluster never answered would make the backend wait
+ *	   in librdkafka's destroy for about 45 s; its threads are left to end
+ *	   in the background instead (kl_kafka_destroy_handle).
  *
  *	3. Callbacks never leave librdkafka by longjmp.  Logs are routed to the
  *	   handle's own queue (log.queue) and served by our polls in the
@@ -25,8 +28,22 @@
  *	   fixed ring, which kl_kafka_flush_log then reports with ereport.
  *	   Every text from librdkafka is scrubbed of secret values first.
  *
- * Polls are short (at most 100 ms) with CHECK_FOR_INTERRUPTS between them,
- * so cancel and statement_timeout stop a land() promptly.
+ * Every blocking call is bounded, and interruptible.  librdkafka's waits are
+ * condition variables that no signal wakes, so a backend inside one cannot
+ * see a cancel, statement_timeout or its own deadline: a synchronous commit
+ * to a broker that went down sits out librdkafka's own retries (about 45 s).
+ * So each call here takes an absolute deadline, never waits in librdkafka
+ * for more than one short attempt (polls at most 100 ms; requests that need
+ * a round trip 100 ms doubling up to 1 s, so that a slow broker is still
+ * answered) and runs CHECK_FOR_INTERRUPTS between attempts.  The commit is
+ * asynchronous, its result read from a queue of the handle in 100 ms slices.
+ * A request abandoned at the deadline may still complete at the broker; that
+ * is harmless, because nothing is committed before it is durable.
+ *
+ * Errors are classified once (kl_kafka_error_class): the cluster did not
+ * answer (HV00N, retried until the deadline), it refused the credentials
+ * (28000) or the permission (42501), the topic is unknown (HV00R), anything
+ * else (HV000).
  *
  * IDENTIFICATION
  *	  src/kafka.c
@@ -61,6 +78,7 @@ static void kl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
 							const char *buf);
 static void kl_kafka_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg,
 								 void *opaque);
+static void kl_kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
 
 /*
  * kl_kafka_log_cb
@@ -70,7 +88,8 @@ static void kl_kafka_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg,
 static void
 kl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
-	KlKafka    *kk = (KlKafka *) rd_kafka_opaque(rk);
+	KlKafka   **owner = (KlKafka **) rd_kafka_opaque(rk);
+	KlKafka    *kk = owner ? *owner : NULL;
 	int			slot;
 
 	if (kk == NULL)
@@ -79,6 +98,53 @@ kl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *bu
 	kk->log_level[slot] = level;
 	snprintf(kk->log_lines[slot], KL_LOG_LINE, "%s: %s", fac, buf);
 	kk->log_count++;
+}
+
+/*
+ * kl_kafka_error_cb
+ *		librdkafka's error callback (a broker down, a refused SASL handshake,
+ *		...): remember the error, for kl_kafka_error to report instead of a
+ *		bare timeout.  Called from our own polls, in the backend's thread.
+ */
+static void
+kl_kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	KlKafka    *kk = opaque ? *(KlKafka **) opaque : NULL;
+
+	if (kk == NULL)
+		return;
+	/* an authentication failure says more than what follows it */
+	if (kl_kafka_error_class(kk->last_error) == KL_KERR_AUTHENTICATION &&
+		kl_kafka_error_class(err) == KL_KERR_UNAVAILABLE)
+		return;
+	kk->last_error = err;
+}
+
+/*
+ * kl_kafka_serve
+ *		Serve the handle's events (logs, errors) between two attempts of a
+ *		synchronous call.  A consumer is served only while nothing is
+ *		assigned, so that no message is taken from a window.
+ */
+static void
+kl_kafka_serve(KlKafka *kk)
+{
+	if (kk->role == KL_PRODUCER)
+		rd_kafka_poll(kk->rk, 0);
+	else if (!kk->assigned)
+	{
+		rd_kafka_message_t *msg = rd_kafka_consumer_poll(kk->rk, 0);
+
+		if (msg != NULL)
+		{
+			if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR &&
+				msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+				kk->last_error = msg->err;
+			rd_kafka_message_destroy(msg);
+		}
+	}
+	if (kk->log_count != kk->log_flushed)
+		kl_kafka_flush_log(kk);
 }
 
 /*
@@ -116,7 +182,6 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 	ForeignServer *server = kl_get_server(server_name);
 	KlKafka    *kk;
 	rd_kafka_conf_t *conf;
-	List	   *secrets = NIL;
 	char		errstr[512];
 	sigset_t	all;
 	sigset_t	saved;
@@ -125,15 +190,16 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 	kk = MemoryContextAllocZero(TopTransactionContext, sizeof(KlKafka));
 	kk->server_name = MemoryContextStrdup(TopTransactionContext, server->servername);
 	kk->role = role;
-
-	conf = kl_build_conf(server, GetUserId(), &secrets);
-	/* the secret values (C strings, not nodes) must live as long as the handle */
+	conf = kl_build_conf(server, GetUserId(), &kk->secrets);
+	/* the secrets list must live as long as the handle (its cells are C strings) */
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+		List	   *copy = NIL;
 		ListCell   *cell;
 
-		foreach(cell, secrets)
-			kk->secrets = lappend(kk->secrets, pstrdup((const char *) lfirst(cell)));
+		foreach(cell, kk->secrets)
+			copy = lappend(copy, pstrdup((const char *) lfirst(cell)));
+		kk->secrets = copy;
 		MemoryContextSwitchTo(old);
 	}
 
@@ -180,7 +246,18 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 		rd_kafka_conf_set_dr_msg_cb(conf, kl_kafka_delivery_cb);
 	}
 	rd_kafka_conf_set_log_cb(conf, kl_kafka_log_cb);
-	rd_kafka_conf_set_opaque(conf, kk);
+	rd_kafka_conf_set_error_cb(conf, kl_kafka_error_cb);
+	/* librdkafka's opaque: outside PostgreSQL's memory (see kl_kafka_destroy_handle) */
+	kk->owner_slot = malloc(2 * sizeof(void *));
+	if (kk->owner_slot == NULL)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	}
+	*kk->owner_slot = kk;
+	rd_kafka_conf_set_opaque(conf, kk->owner_slot);
 
 	/* librdkafka's threads must never run PostgreSQL's signal handlers */
 	sigfillset(&all);
@@ -192,6 +269,8 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 	if (kk->rk == NULL)
 	{
 		rd_kafka_conf_destroy(conf);
+		free(kk->owner_slot);
+		kk->owner_slot = NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("could not create a Kafka client for server \"%s\"",
@@ -217,8 +296,34 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 }
 
 /*
+ * kl_kafka_destroy_thread
+ *		Destroy a consumer handle whose commit is still outstanding, in a
+ *		thread of its own (see kl_kafka_destroy_handle).
+ */
+static void *
+kl_kafka_destroy_thread(void *arg)
+{
+	KlKafka   **owner_slot = (KlKafka **) arg;
+	rd_kafka_t *rk = (rd_kafka_t *) owner_slot[1];
+
+	rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	free(owner_slot);
+	return NULL;
+}
+
+/*
  * kl_kafka_destroy_handle
  *		Destroy the librdkafka handle and join its threads.
+ *
+ *		librdkafka's destroy waits for every commit it has sent to be
+ *		answered; against a broker that went down that is librdkafka's own
+ *		retry time (about 45 s), deaf to cancel.  So a handle whose commit
+ *		was abandoned (deadline, cancel, statement_timeout) is destroyed by
+ *		a detached thread instead, which ends when librdkafka gives up; the
+ *		backend goes on at once.  Nothing of PostgreSQL's is touched by that
+ *		thread: the handle's opaque lives in malloc'd memory and forgets the
+ *		KlKafka first, and librdkafka calls no callback of ours by itself
+ *		(logs go through log.queue, served only by our polls).
  */
 static void
 kl_kafka_destroy_handle(KlKafka *kk)
@@ -226,6 +331,38 @@ kl_kafka_destroy_handle(KlKafka *kk)
 	if (kk->rk == NULL)
 		return;
 	kl_kafka_release_held(kk);
+	if (kk->queue)
+	{
+		rd_kafka_queue_destroy(kk->queue);
+		kk->queue = NULL;
+	}
+	*kk->owner_slot = NULL;
+	if (kk->role == KL_CONSUMER && kk->commit_pending)
+	{
+		KlKafka   **arg = kk->owner_slot;
+		pthread_t	thread;
+		pthread_attr_t attr;
+		sigset_t	all;
+		sigset_t	saved;
+		int			rc;
+
+		/* slot 1 of the opaque carries the handle to the thread */
+		arg[1] = (KlKafka *) kk->rk;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &saved);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&thread, &attr, kl_kafka_destroy_thread, arg);
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		if (rc == 0)
+		{
+			kk->rk = NULL;
+			kk->owner_slot = NULL;
+			return;
+		}
+		/* no thread to spare: wait here, as librdkafka wants */
+	}
 	if (kk->role == KL_CONSUMER)
 		rd_kafka_destroy_flags(kk->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 	else
@@ -234,6 +371,8 @@ kl_kafka_destroy_handle(KlKafka *kk)
 		rd_kafka_destroy(kk->rk);
 	}
 	kk->rk = NULL;
+	free(kk->owner_slot);
+	kk->owner_slot = NULL;
 }
 
 /*
@@ -288,103 +427,198 @@ kl_kafka_release_callback(ResourceReleasePhase phase, bool isCommit,
 }
 
 /*
- * kl_kafka_error
- *		Raise an ERROR for a failed Kafka call, with an SQLSTATE that says
- *		what kind of failure it was and a hint that says what to do.
+ * kl_kafka_error_class
+ *		What kind of failure a librdkafka error is.  KL_KERR_UNAVAILABLE are
+ *		the errors of a cluster that does not answer (yet): brokers down or
+ *		unreachable, no coordinator or leader at the moment, timeouts.  They
+ *		are retried until the caller's deadline.
  */
-void
-kl_kafka_error(KlKafka *kk, const char *what, rd_kafka_resp_err_t err)
+KlKafkaErrorClass
+kl_kafka_error_class(rd_kafka_resp_err_t err)
 {
-	char	   *detail = kl_scrub_secrets(rd_kafka_err2str(err), kk->secrets);
-
-	kl_kafka_flush_log(kk);
 	switch (err)
 	{
 		case RD_KAFKA_RESP_ERR__TRANSPORT:
 		case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
 		case RD_KAFKA_RESP_ERR__TIMED_OUT:
+		case RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
+		case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
 		case RD_KAFKA_RESP_ERR__RESOLVE:
-		case RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR__WAIT_COORD:
+		case RD_KAFKA_RESP_ERR__WAIT_CACHE:
+		case RD_KAFKA_RESP_ERR__NODE_UPDATE:
+		case RD_KAFKA_RESP_ERR__UNKNOWN_BROKER:
+		case RD_KAFKA_RESP_ERR__RETRY:
+		case RD_KAFKA_RESP_ERR__IN_PROGRESS:
+		case RD_KAFKA_RESP_ERR__PREV_IN_PROGRESS:
+		case RD_KAFKA_RESP_ERR__OUTDATED:
 		case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+		case RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_REPLICA_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION:
+		case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
 		case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
 		case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
 		case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
 		case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+		case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS:
+		case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+		case RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR:
+		case RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH:
+		case RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH:
+		case RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_PREFERRED_LEADER_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE:
+		case RD_KAFKA_RESP_ERR_LISTENER_NOT_FOUND:
+		case RD_KAFKA_RESP_ERR_THROTTLING_QUOTA_EXCEEDED:
+		case RD_KAFKA_RESP_ERR_UNSTABLE_OFFSET_COMMIT:
+			return KL_KERR_UNAVAILABLE;
+		case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+		case RD_KAFKA_RESP_ERR__SSL:
+		case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+		case RD_KAFKA_RESP_ERR_UNSUPPORTED_SASL_MECHANISM:
+		case RD_KAFKA_RESP_ERR_ILLEGAL_SASL_STATE:
+		case RD_KAFKA_RESP_ERR_UNACCEPTABLE_CREDENTIAL:
+		case RD_KAFKA_RESP_ERR_DELEGATION_TOKEN_EXPIRED:
+		case RD_KAFKA_RESP_ERR_DELEGATION_TOKEN_NOT_FOUND:
+			return KL_KERR_AUTHENTICATION;
+		case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+		case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+		case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+		case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+		case RD_KAFKA_RESP_ERR_DELEGATION_TOKEN_AUTHORIZATION_FAILED:
+			return KL_KERR_AUTHORIZATION;
+		case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+		case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+		case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+			return KL_KERR_UNKNOWN_TOPIC;
+		default:
+			return KL_KERR_OTHER;
+	}
+}
+
+/*
+ * kl_kafka_error
+ *		Raise an ERROR for a failed Kafka call, with an SQLSTATE that says
+ *		what kind of failure it was and a hint that says what to do.  What
+ *		already landed is never lost by a failed Kafka call: land() adds to
+ *		the error what it had landed and committed.
+ */
+void
+kl_kafka_error(KlKafka *kk, const char *what, rd_kafka_resp_err_t err)
+{
+	char	   *detail;
+
+	/*
+	 * A call that timed out because the brokers refused the connection says
+	 * why they did, if librdkafka told us (a refused SASL handshake, a TLS
+	 * failure): that is what the user must fix.
+	 */
+	if (kl_kafka_error_class(err) == KL_KERR_UNAVAILABLE &&
+		kl_kafka_error_class(kk->last_error) == KL_KERR_AUTHENTICATION)
+		err = kk->last_error;
+	detail = kl_scrub_secrets(rd_kafka_err2str(err), kk->secrets);
+	kl_kafka_flush_log(kk);
+	switch (kl_kafka_error_class(err))
+	{
+		case KL_KERR_UNAVAILABLE:
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 					 errmsg("could not %s: the Kafka cluster of server \"%s\" did not answer",
 							what, kk->server_name),
-					 errdetail_internal("librdkafka: %s", detail),
+					 errdetail_internal("librdkafka: %s (%s)", detail, rd_kafka_err2name(err)),
 					 errhint("Check that the brokers of server \"%s\" are up and reachable from the database server. "
 							 "Nothing that already landed is lost; the next call resumes from the committed offset.",
 							 kk->server_name)));
 			break;
-		case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
-		case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
-		case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+		case KL_KERR_UNKNOWN_TOPIC:
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
 					 errmsg("could not %s: unknown topic or partition on server \"%s\"",
 							what, kk->server_name),
-					 errdetail_internal("librdkafka: %s", detail),
+					 errdetail_internal("librdkafka: %s (%s)", detail, rd_kafka_err2name(err)),
 					 errhint("Check the topic name of the source and that the topic exists.")));
 			break;
-		case RD_KAFKA_RESP_ERR__AUTHENTICATION:
-		case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
-		case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
-		case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
-		case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+		case KL_KERR_AUTHENTICATION:
 			ereport(ERROR,
-					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 					 errmsg("could not %s: the Kafka cluster of server \"%s\" refused the credentials",
 							what, kk->server_name),
-					 errdetail_internal("librdkafka: %s", detail),
-					 errhint("Check the user mapping of the current role for server \"%s\".",
+					 errdetail_internal("librdkafka: %s (%s)", detail, rd_kafka_err2name(err)),
+					 errhint("Check the user mapping of the current role for server \"%s\" (SASL or SSL settings).",
 							 kk->server_name)));
 			break;
-		default:
+		case KL_KERR_AUTHORIZATION:
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("could not %s: the Kafka cluster of server \"%s\" denied the permission",
+							what, kk->server_name),
+					 errdetail_internal("librdkafka: %s (%s)", detail, rd_kafka_err2name(err)),
+					 errhint("Grant the Kafka principal of the current role's user mapping for server \"%s\" access to the topic and the consumer group (Kafka ACLs).",
+							 kk->server_name)));
+			break;
+		case KL_KERR_OTHER:
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_ERROR),
 					 errmsg("could not %s on server \"%s\"", what, kk->server_name),
-					 errdetail_internal("librdkafka: %s (%s)", detail, rd_kafka_err2name(err))));
+					 errdetail_internal("librdkafka: %s (%s)", detail, rd_kafka_err2name(err)),
+					 errhint("The Kafka cluster refused the request. Nothing that already landed is lost; "
+							 "the next call resumes from the committed offset and reuses what is durable.")));
 	}
+	pg_unreachable();
+}
+
+/*
+ * kl_ms_left
+ *		Milliseconds from now to a deadline, 0 when it has passed.
+ */
+static int
+kl_ms_left(TimestampTz deadline)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (now >= deadline)
+		return 0;
+	return (int) Min((deadline - now) / 1000, INT_MAX);
 }
 
 /*
  * kl_attempt_ms
  *		Timeout of the next attempt of a blocking librdkafka call: 100 ms,
  *		doubling up to 1 s, so that a slow broker is waited for while
- *		CHECK_FOR_INTERRUPTS still runs at least every second.
+ *		CHECK_FOR_INTERRUPTS still runs at least every second; never beyond
+ *		the deadline (but at least 1 ms, so that every call is tried once).
  */
 static int
-kl_attempt_ms(int *attempt)
+kl_attempt_ms(int *attempt, TimestampTz deadline)
 {
-	int			ms = 100 << Min(*attempt, 4);
+	int			ms = Min(100 << Min(*attempt, 4), 1000);
 
 	(*attempt)++;
-	return Min(ms, 1000);
+	return Max(Min(ms, kl_ms_left(deadline)), 1);
 }
 
 /*
  * kl_kafka_partition_count
- *		Wait, interruptibly, for the cluster to answer a metadata request for
- *		the topic, and return the topic's partition count.  Requesting
- *		metadata synchronously first also makes the first fetch start at once.
+ *		Wait, interruptibly and until the deadline, for the cluster to answer
+ *		a metadata request for the topic, and return the topic's partition
+ *		count.  Requesting metadata synchronously first also makes the first
+ *		fetch start at once.
  */
 int
-kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_ms)
+kl_kafka_partition_count(KlKafka *kk, const char *topic, TimestampTz deadline)
 {
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(kk->rk, topic, NULL);
 	const struct rd_kafka_metadata *md = NULL;
 	rd_kafka_resp_err_t err;
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	int			count = -1;
 	int			attempt = 0;
 
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		err = rd_kafka_metadata(kk->rk, 0, rkt, &md, kl_attempt_ms(&attempt));
+		kl_kafka_serve(kk);
+		err = rd_kafka_metadata(kk->rk, 0, rkt, &md, kl_attempt_ms(&attempt, deadline));
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 		{
 			if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -407,11 +641,11 @@ kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_ms)
 						 errhint("Create the topic, or correct the source with kafka_lake.drop_source and kafka_lake.create_source.")));
 			}
 		}
-		if (GetCurrentTimestamp() >= deadline)
+		if (kl_kafka_error_class(err) != KL_KERR_UNAVAILABLE ||
+			GetCurrentTimestamp() >= deadline)
 		{
 			rd_kafka_topic_destroy(rkt);
-			kl_kafka_error(kk, "read topic metadata",
-						   err == RD_KAFKA_RESP_ERR_NO_ERROR ? RD_KAFKA_RESP_ERR__TIMED_OUT : err);
+			kl_kafka_error(kk, "read topic metadata", err);
 		}
 	}
 	rd_kafka_topic_destroy(rkt);
@@ -420,12 +654,12 @@ kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_ms)
 
 /*
  * kl_kafka_cluster_id
- *		The cluster id (palloc'd), or an ERROR if the cluster does not answer.
+ *		The cluster id (palloc'd), or an ERROR if the cluster does not answer
+ *		before the deadline.
  */
 char *
-kl_kafka_cluster_id(KlKafka *kk, int timeout_ms)
+kl_kafka_cluster_id(KlKafka *kk, TimestampTz deadline)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	int			attempt = 0;
 
 	for (;;)
@@ -433,7 +667,8 @@ kl_kafka_cluster_id(KlKafka *kk, int timeout_ms)
 		char	   *id;
 
 		CHECK_FOR_INTERRUPTS();
-		id = rd_kafka_clusterid(kk->rk, kl_attempt_ms(&attempt));
+		kl_kafka_serve(kk);
+		id = rd_kafka_clusterid(kk->rk, kl_attempt_ms(&attempt, deadline));
 		if (id != NULL)
 		{
 			char	   *result = pstrdup(id);
@@ -452,9 +687,8 @@ kl_kafka_cluster_id(KlKafka *kk, int timeout_ms)
  */
 void
 kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
-					int64 *low, int64 *high, int timeout_ms)
+					int64 *low, int64 *high, TimestampTz deadline)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	int			attempt = 0;
 
 	for (;;)
@@ -462,17 +696,13 @@ kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
 		rd_kafka_resp_err_t err;
 
 		CHECK_FOR_INTERRUPTS();
+		kl_kafka_serve(kk);
 		err = rd_kafka_query_watermark_offsets(kk->rk, topic, partition, low, high,
-											   kl_attempt_ms(&attempt));
+											   kl_attempt_ms(&attempt, deadline));
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			return;
-		if (err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
-			err != RD_KAFKA_RESP_ERR__TRANSPORT &&
-			err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN &&
-			err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
-			err != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION)
-			kl_kafka_error(kk, "read the watermarks", err);
-		if (GetCurrentTimestamp() >= deadline)
+		if (kl_kafka_error_class(err) != KL_KERR_UNAVAILABLE ||
+			GetCurrentTimestamp() >= deadline)
 			kl_kafka_error(kk, "read the watermarks", err);
 	}
 }
@@ -481,16 +711,16 @@ kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
  * kl_kafka_all_watermarks
  *		Low and high watermarks of partitions 0..n-1 of a topic, in two
  *		ListOffsets round trips for all of them (asking partition by
- *		partition costs a round trip and a poll interval each).
+ *		partition costs a round trip and a poll interval each).  Both
+ *		passes share the deadline.
  */
 void
 kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64 *high,
-						int timeout_ms)
+						TimestampTz deadline)
 {
 	for (int pass = 0; pass < 2; pass++)
 	{
 		rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n);
-		TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 		rd_kafka_resp_err_t err;
 		int			attempt = 0;
 
@@ -503,7 +733,8 @@ kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64
 				rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
 					pass == 0 ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
 			CHECK_FOR_INTERRUPTS();
-			err = rd_kafka_offsets_for_times(kk->rk, parts, kl_attempt_ms(&attempt));
+			kl_kafka_serve(kk);
+			err = rd_kafka_offsets_for_times(kk->rk, parts, kl_attempt_ms(&attempt, deadline));
 			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			{
 				for (int i = 0; i < parts->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
@@ -511,11 +742,7 @@ kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64
 			}
 			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 				break;
-			if ((err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
-				 err != RD_KAFKA_RESP_ERR__TRANSPORT &&
-				 err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN &&
-				 err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
-				 err != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION) ||
+			if (kl_kafka_error_class(err) != KL_KERR_UNAVAILABLE ||
 				GetCurrentTimestamp() >= deadline)
 			{
 				rd_kafka_topic_partition_list_destroy(parts);
@@ -534,28 +761,33 @@ kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64
 }
 
 /*
- * kl_kafka_committed
- *		The consumer group's committed offsets of partitions 0..n-1 of a
- *		topic; RD_KAFKA_OFFSET_INVALID where the group has none.
+ * kl_kafka_committed_range
+ *		The consumer group's committed offsets of partitions first..first+n-1
+ *		of a topic, into offsets[0..n-1]; RD_KAFKA_OFFSET_INVALID where the
+ *		group has none.
  */
-void
-kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets, int timeout_ms)
+static void
+kl_kafka_committed_range(KlKafka *kk, const char *topic, int32 first, int n, int64 *offsets,
+						 TimestampTz deadline)
 {
 	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n);
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	rd_kafka_resp_err_t err;
 	int			attempt = 0;
 
-	for (int p = 0; p < n; p++)
-		rd_kafka_topic_partition_list_add(parts, topic, p);
+	for (int i = 0; i < n; i++)
+		rd_kafka_topic_partition_list_add(parts, topic, first + i);
 
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		err = rd_kafka_committed(kk->rk, parts, kl_attempt_ms(&attempt));
+		kl_kafka_serve(kk);
+		err = rd_kafka_committed(kk->rk, parts, kl_attempt_ms(&attempt, deadline));
+		for (int i = 0; i < parts->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+			err = parts->elems[i].err;
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			break;
-		if (GetCurrentTimestamp() >= deadline)
+		if (kl_kafka_error_class(err) != KL_KERR_UNAVAILABLE ||
+			GetCurrentTimestamp() >= deadline)
 		{
 			rd_kafka_topic_partition_list_destroy(parts);
 			kl_kafka_error(kk, "read the consumer group's committed offsets", err);
@@ -565,33 +797,95 @@ kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets, int ti
 	{
 		rd_kafka_topic_partition_t *tp = &parts->elems[i];
 
-		if (tp->err != RD_KAFKA_RESP_ERR_NO_ERROR)
-		{
-			err = tp->err;
-			rd_kafka_topic_partition_list_destroy(parts);
-			kl_kafka_error(kk, "read the consumer group's committed offsets", err);
-		}
-		offsets[tp->partition] = tp->offset >= 0 ? tp->offset : RD_KAFKA_OFFSET_INVALID;
+		if (tp->partition >= first && tp->partition < first + n)
+			offsets[tp->partition - first] = tp->offset >= 0 ? tp->offset : RD_KAFKA_OFFSET_INVALID;
 	}
 	rd_kafka_topic_partition_list_destroy(parts);
 }
 
 /*
- * kl_kafka_commit
- *		Commit one partition's next offset to the consumer group and wait
- *		for the coordinator's answer.
+ * kl_kafka_committed
+ *		The consumer group's committed offsets of partitions 0..n-1 of a
+ *		topic; RD_KAFKA_OFFSET_INVALID where the group has none.
  */
 void
-kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset)
+kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets, TimestampTz deadline)
+{
+	kl_kafka_committed_range(kk, topic, 0, n, offsets, deadline);
+}
+
+/*
+ * kl_kafka_committed_one
+ *		The consumer group's committed offset of one partition, read now
+ *		(-1 when the group has none).
+ */
+int64
+kl_kafka_committed_one(KlKafka *kk, const char *topic, int32 partition, TimestampTz deadline)
+{
+	int64		offset;
+
+	kl_kafka_committed_range(kk, topic, partition, 1, &offset, deadline);
+	return offset >= 0 ? offset : -1;
+}
+
+/*
+ * kl_kafka_commit
+ *		Commit one partition's next offset to the consumer group and wait,
+ *		until the deadline, for the coordinator's answer.
+ *
+ *		rd_kafka_commit(..., async = 0) cannot be used: it waits on a
+ *		condition variable until librdkafka gives up (about 45 s against a
+ *		broker that went down), deaf to cancel and statement_timeout.  The
+ *		commit is sent asynchronously instead, its result delivered to the
+ *		handle's own queue, which is polled in 100 ms slices.
+ */
+void
+kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset,
+				TimestampTz deadline)
 {
 	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
 	rd_kafka_resp_err_t err;
 
+	if (kk->queue == NULL)
+		kk->queue = rd_kafka_queue_new(kk->rk);
 	rd_kafka_topic_partition_list_add(parts, topic, partition)->offset = next_offset;
-	err = rd_kafka_commit(kk->rk, parts, 0);
-	if (err == RD_KAFKA_RESP_ERR_NO_ERROR && parts->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
-		err = parts->elems[0].err;
+	err = rd_kafka_commit_queue(kk->rk, parts, kk->queue, NULL, NULL);
 	rd_kafka_topic_partition_list_destroy(parts);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		kl_kafka_error(kk, "commit the consumer group's offset", err);
+	kk->commit_pending = true;
+
+	for (;;)
+	{
+		rd_kafka_event_t *ev;
+
+		CHECK_FOR_INTERRUPTS();
+		ev = rd_kafka_queue_poll(kk->queue, Max(Min(100, kl_ms_left(deadline)), 1));
+		if (kk->log_count != kk->log_flushed)
+			kl_kafka_flush_log(kk);
+		if (ev != NULL)
+		{
+			if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_OFFSET_COMMIT)
+			{
+				const rd_kafka_topic_partition_list_t *result;
+
+				err = rd_kafka_event_error(ev);
+				result = rd_kafka_event_topic_partition_list(ev);
+				if (err == RD_KAFKA_RESP_ERR_NO_ERROR && result != NULL && result->cnt > 0)
+					err = result->elems[0].err;
+				rd_kafka_event_destroy(ev);
+				kk->commit_pending = false;
+				break;
+			}
+			rd_kafka_event_destroy(ev);
+			continue;
+		}
+		if (GetCurrentTimestamp() >= deadline)
+		{
+			err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+			break;
+		}
+	}
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		kl_kafka_error(kk, "commit the consumer group's offset", err);
 }
@@ -611,6 +905,7 @@ kl_kafka_assign(KlKafka *kk, const char *topic, int32 partition, int64 offset)
 	rd_kafka_topic_partition_list_destroy(parts);
 	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
 		kl_kafka_error(kk, "assign the partition", err);
+	kk->assigned = true;
 }
 
 /*
@@ -621,6 +916,7 @@ void
 kl_kafka_unassign(KlKafka *kk)
 {
 	rd_kafka_assign(kk->rk, NULL);
+	kk->assigned = false;
 }
 
 /*
@@ -680,10 +976,9 @@ kl_kafka_release_held(KlKafka *kk)
  */
 static int64
 kl_kafka_produce_one(KlKafka *kk, const char *topic, const char *value, size_t value_len,
-					 const char *key, size_t key_len, int32 partition, int timeout_ms)
+					 const char *key, size_t key_len, int32 partition, TimestampTz deadline)
 {
 	rd_kafka_resp_err_t err;
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 
 	kk->delivered = false;
 	kk->delivery_err = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -700,7 +995,7 @@ kl_kafka_produce_one(KlKafka *kk, const char *topic, const char *value, size_t v
 	while (!kk->delivered)
 	{
 		CHECK_FOR_INTERRUPTS();
-		rd_kafka_poll(kk->rk, 50);
+		rd_kafka_poll(kk->rk, Max(Min(50, kl_ms_left(deadline)), 1));
 		kl_kafka_flush_log(kk);
 		if (!kk->delivered && GetCurrentTimestamp() >= deadline)
 			kl_kafka_error(kk, "send the record", RD_KAFKA_RESP_ERR__TIMED_OUT);
@@ -717,7 +1012,7 @@ kl_kafka_produce_one(KlKafka *kk, const char *topic, const char *value, size_t v
 static void
 kl_kafka_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 {
-	KlKafka    *kk = (KlKafka *) opaque;
+	KlKafka    *kk = opaque ? *(KlKafka **) opaque : NULL;
 
 	if (kk == NULL)
 		return;
@@ -760,13 +1055,12 @@ kafka_lake_produce(PG_FUNCTION_ARGS)
 	bytea	   *key = NULL;
 	int32		partition = RD_KAFKA_PARTITION_UA;
 	int			timeout_ms = 10000;
+	TimestampTz deadline;
 	KlKafka    *kk;
 	int64		offset;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server and topic must not be null")));
+	kl_check_not_null(fcinfo, 0, "server", "Name a foreign server of the kafka_lake wrapper.");
+	kl_check_not_null(fcinfo, 1, "topic", "Name the Kafka topic to send the record to.");
 	server = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	topic = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	kl_check_topic_name(topic);
@@ -786,13 +1080,14 @@ kafka_lake_produce(PG_FUNCTION_ARGS)
 		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(5), "timeout");
 
 	kl_check_server_usage(kl_get_server(server));
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	kk = kl_kafka_open(server, KL_PRODUCER, NULL);
 	offset = kl_kafka_produce_one(kk, topic,
 								  value ? VARDATA_ANY(value) : NULL,
 								  value ? VARSIZE_ANY_EXHDR(value) : 0,
 								  key ? VARDATA_ANY(key) : NULL,
 								  key ? VARSIZE_ANY_EXHDR(key) : 0,
-								  partition, timeout_ms);
+								  partition, deadline);
 	kl_kafka_close(kk);
 	PG_RETURN_INT64(offset);
 }
@@ -809,27 +1104,27 @@ kafka_lake_lag(PG_FUNCTION_ARGS)
 	KlSource   *src;
 	KlKafka    *kk;
 	int			timeout_ms = 10000;
+	TimestampTz deadline;
 	int			nparts;
 	int64	   *committed;
 	int64	   *lows;
 	int64	   *highs;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source must not be null")));
+	kl_check_not_null(fcinfo, 0, "source", NULL);
 	if (!PG_ARGISNULL(1))
 		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(1), "timeout");
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 
 	kl_init_materialized_srf(fcinfo);
+	/* one deadline for every Kafka call of this function */
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	kk = kl_kafka_open(src->server, KL_CONSUMER, src->group_id);
-	nparts = kl_kafka_partition_count(kk, src->topic, timeout_ms);
+	nparts = kl_kafka_partition_count(kk, src->topic, deadline);
 	committed = palloc(sizeof(int64) * nparts);
 	lows = palloc(sizeof(int64) * nparts);
 	highs = palloc(sizeof(int64) * nparts);
-	kl_kafka_committed(kk, src->topic, nparts, committed, timeout_ms);
-	kl_kafka_all_watermarks(kk, src->topic, nparts, lows, highs, timeout_ms);
+	kl_kafka_committed(kk, src->topic, nparts, committed, deadline);
+	kl_kafka_all_watermarks(kk, src->topic, nparts, lows, highs, deadline);
 	for (int p = 0; p < nparts; p++)
 	{
 		Datum		values[5];

@@ -73,9 +73,26 @@ typedef enum KlKafkaRole
 	KL_PRODUCER
 } KlKafkaRole;
 
+/* What kind of failure a librdkafka error is (kl_kafka_error_class) */
+typedef enum KlKafkaErrorClass
+{
+	KL_KERR_UNAVAILABLE,		/* the cluster did not answer: HV00N, retried */
+	KL_KERR_AUTHENTICATION,		/* credentials refused: 28000 */
+	KL_KERR_AUTHORIZATION,		/* permission denied: 42501 */
+	KL_KERR_UNKNOWN_TOPIC,		/* HV00R */
+	KL_KERR_OTHER				/* HV000 */
+} KlKafkaErrorClass;
+
 typedef struct KlKafka
 {
 	rd_kafka_t *rk;				/* NULL once destroyed */
+	rd_kafka_queue_t *queue;	/* results of asynchronous commits, or NULL */
+	bool		commit_pending; /* a commit was sent and not answered */
+	bool		assigned;		/* a consumer reading a partition */
+	rd_kafka_resp_err_t last_error; /* from the error callback */
+	struct KlKafka **owner_slot;	/* librdkafka's opaque (malloc'd, two
+									 * pointers): [0] points here until the
+									 * handle is destroyed */
 	KlKafkaRole role;
 	const char *server_name;
 	List	   *secrets;		/* values scrubbed from librdkafka text */
@@ -99,16 +116,20 @@ typedef struct KlKafka
 extern KlKafka *kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id);
 extern void kl_kafka_close(KlKafka *kk);
 extern void kl_kafka_flush_log(KlKafka *kk);
+extern KlKafkaErrorClass kl_kafka_error_class(rd_kafka_resp_err_t err);
 extern void kl_kafka_error(KlKafka *kk, const char *what, rd_kafka_resp_err_t err) pg_attribute_noreturn();
-extern int	kl_kafka_partition_count(KlKafka *kk, const char *topic, int timeout_ms);
-extern char *kl_kafka_cluster_id(KlKafka *kk, int timeout_ms);
+extern int	kl_kafka_partition_count(KlKafka *kk, const char *topic, TimestampTz deadline);
+extern char *kl_kafka_cluster_id(KlKafka *kk, TimestampTz deadline);
 extern void kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
-								int64 *low, int64 *high, int timeout_ms);
+								int64 *low, int64 *high, TimestampTz deadline);
 extern void kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low,
-									int64 *high, int timeout_ms);
+									int64 *high, TimestampTz deadline);
 extern void kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets,
-							   int timeout_ms);
-extern void kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset);
+							   TimestampTz deadline);
+extern int64 kl_kafka_committed_one(KlKafka *kk, const char *topic, int32 partition,
+									TimestampTz deadline);
+extern void kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offset,
+							TimestampTz deadline);
 extern void kl_kafka_assign(KlKafka *kk, const char *topic, int32 partition, int64 offset);
 extern void kl_kafka_unassign(KlKafka *kk);
 extern rd_kafka_message_t *kl_kafka_poll(KlKafka *kk, int timeout_ms);
@@ -295,13 +316,26 @@ typedef struct KlDurable
 	uint8	   *fingerprints;	/* KL_SHA256_LEN each */
 } KlDurable;
 
+extern void kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname,
+							  const char *hint);
+/* What the catalog remembers of a partition of a source */
+typedef struct KlPartitionState
+{
+	bool		has_history;	/* some batch or commit is recorded */
+	int64		last_commit;	/* highest committed offset recorded, -1: none */
+	int64		remembered;		/* max of last_commit and the end of the last
+								 * batch; 0 when nothing is recorded */
+} KlPartitionState;
+
 extern void kl_check_source_name(const char *name);
+extern void kl_check_group_id(const char *group_id);
 extern void kl_check_topic_name(const char *topic);
 extern int	kl_status_file_index(const char *status);
 extern ForeignServer *kl_get_server(const char *name);
 extern void kl_check_server_usage(ForeignServer *server);
 extern bool kl_source_dir_is_ours(const char *dir);
 extern KlSource *kl_source_lookup(const char *name);
+extern KlSource *kl_source_arg(FunctionCallInfo fcinfo, int argno);
 typedef struct KlCatalogSave
 {
 	Oid			userid;			/* the caller's user id and security context */
@@ -324,6 +358,8 @@ extern void kl_catalog_record_expired(KlSource *src, int32 partition, int64 firs
 extern void kl_catalog_record_replay(KlSource *src, int32 partition, int64 from, int64 to,
 									 int records, int landed, int reused);
 extern List *kl_catalog_batch_ids(KlSource *src, int32 partition);
+extern void kl_catalog_partition_state(KlSource *src, int32 partition, KlPartitionState *state);
+extern char *kl_catalog_group_users(KlSource *src);
 extern bool kl_try_lock_partition(KlSource *src, int32 partition);
 extern void kl_unlock_partition(KlSource *src, int32 partition);
 

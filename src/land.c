@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * land.c
- *	  land() and replay(): the landing protocol of SPEC section 4, step for
- *	  step, per partition and per batch.
+ *	  land() and replay(): the landing protocol, step for step, per
+ *	  partition and per batch.
  *
  * THE PROTOCOL
  *
@@ -11,10 +11,13 @@
  *
  *	0. recover: adopt batch directories the catalog lacks, remove abandoned
  *	   staging directories of this partition (recover.c);
- *	1. read the watermarks once, decide where to start (the group's
+ *	1. look at the committed offset and the watermarks (read for every
+ *	   partition at the start of the call, and read again for this one when
+ *	   they are stale, see below), decide where to start (the group's
  *	   committed offset, else what the catalog remembers, else the low
  *	   watermark), refuse to start below the low watermark (expired records)
- *	   or above the high watermark (topic re-created, data lost);
+ *	   or above the high watermark (topic re-created, data lost), or from a
+ *	   group offset that someone else moved (see below);
  *	   then poll a window of at most batch_max_records / batch_max_bytes, up
  *	   to the high watermark read at the start (never waiting for one
  *	   particular offset: transaction markers and compaction leave offsets
@@ -29,8 +32,9 @@
  *	   to separate batches, so a batch's offset range never overlaps another
  *	   batch's (the exclusion constraint on coordinates enforces it);
  *	5. record the batch and its coordinates in the catalog;
- *	6. commit "last polled offset + 1" to the consumer group, synchronously,
- *	   and remember the commit in offset_commits.
+ *	6. commit "last polled offset + 1" to the consumer group and wait for
+ *	   the answer (bounded by the call's timeout, kafka.c), and remember the
+ *	   commit in offset_commits.
  *
  * Then the next window, until the partition reaches its high watermark,
  * the call reaches max_records or its timeout.  replay() runs the same steps
@@ -52,6 +56,39 @@
  * Batches landed by a transaction that is still open are invisible to other
  * sessions' scans until it commits, which is what "a concurrent land never
  * shows a half batch" needs.
+ *
+ * OVERLAPPING CALLS
+ *
+ * Two calls on one source (two pg_cron runs) split its partitions: each
+ * owns a partition only once it holds its lock.  What a call read for every
+ * partition at its start (the group's offsets, the watermarks) may be stale
+ * by the time it gets a partition that the other call landed meanwhile.  So
+ * after taking the lock (and under READ COMMITTED, whose every catalog
+ * query sees the other call's committed work) the group's offset is read
+ * again when it disagrees with the newest commit in offset_commits, and the
+ * watermarks when the partition seems to end below what was landed, before
+ * that is taken for a re-created topic.  Under REPEATABLE READ the catalog
+ * cannot see the other call's work at all: a partition changed after the
+ * snapshot is a serialization failure (catalog.c).
+ *
+ * THE CONSUMER GROUP
+ *
+ * A group offset ahead of the newest commit this source remembers is this
+ * source's own only if the record just below it is durable here (a commit
+ * whose transaction aborted; its batch was adopted from disk).  Otherwise
+ * another consumer moves the group (a consumer of another database given
+ * the same group id), and landing from its offset would silently skip what
+ * that consumer took: an ERROR that names the group.  A source that has no
+ * history of a partition at all starts at the group's offset on purpose (a
+ * consumer group migrated to kafka_lake, or the group of an earlier source
+ * of the same name), and says so: a NOTICE and a row "adopted".
+ *
+ * ERRORS
+ *
+ * An error in the middle of a call never means "nothing happened": batches
+ * renamed into place stay durable, and commits made to Kafka stay made.  So
+ * every error raised while the call lands its partitions carries, in its
+ * detail, what this call committed and what it landed without committing.
  *
  * MEMORY
  *
@@ -92,6 +129,7 @@ typedef struct KlLandCall
 	int64		polled;			/* records polled so far */
 	bool		stop;			/* budget or timeout reached */
 	TimestampTz deadline;
+	int			timeout_ms;		/* the call's timeout */
 	Tuplestorestate *out;		/* result rows */
 	TupleDesc	desc;
 	MemoryContext window_cxt;	/* reset per window */
@@ -106,6 +144,13 @@ typedef struct KlLandCall
 	int			landed_records; /* replay bookkeeping */
 	int			reused_records;
 	int			polled_records;
+	/* what this call made durable, per partition, for its error messages */
+	int			nparts;
+	int64	   *call_committed; /* offset this call committed, -1: none */
+	int		   *pending_batches;	/* batches landed since this call's last
+									 * commit of the partition */
+	int64	   *pending_first;	/* their offsets */
+	int64	   *pending_last;
 } KlLandCall;
 
 /* One result row */
@@ -141,6 +186,147 @@ kl_remaining_ms(KlLandCall *call)
 
 	TimestampDifference(GetCurrentTimestamp(), call->deadline, &secs, &usecs);
 	return (int) Max(Min(secs * 1000 + usecs / 1000, INT_MAX), 1);
+}
+
+/*
+ * kl_kafka_deadline
+ *		The deadline of a Kafka call that the call needs in order to finish
+ *		what it has begun (a commit of a landed window, a second look at a
+ *		partition): what is left of the call's timeout, but at least
+ *		min(timeout, 5 s), so that a window polled up to the end of the
+ *		timeout is still committed.  statement_timeout and cancel bound it
+ *		as they bound every other wait (kafka.c).
+ */
+static TimestampTz
+kl_kafka_deadline(KlLandCall *call)
+{
+	TimestampTz grace = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													Min(call->timeout_ms, 5000));
+
+	return Max(call->deadline, grace);
+}
+
+/*
+ * kl_note_landed
+ *		Remember a batch this call made durable, until it is committed.
+ */
+static void
+kl_note_landed(KlLandCall *call, const KlLandedBatch *b)
+{
+	int32		p = call->partition;
+
+	if (p >= call->nparts)
+		return;
+	if (call->pending_batches[p]++ == 0)
+		call->pending_first[p] = b->first_offset;
+	call->pending_last[p] = b->last_offset;
+}
+
+/*
+ * kl_commit_partition
+ *		Step 6: commit the next offset of the current partition, and remember
+ *		the commit in the catalog and in the call's progress.
+ */
+static void
+kl_commit_partition(KlLandCall *call, int64 next_offset, const char *batch_id)
+{
+	int32		p = call->partition;
+
+	kl_kafka_commit(call->kk, call->src->topic, p, next_offset, kl_kafka_deadline(call));
+	if (p < call->nparts)
+	{
+		call->call_committed[p] = next_offset;
+		call->pending_batches[p] = 0;
+	}
+	kl_catalog_record_commit(call->src, p, next_offset, batch_id);
+	call->committed = next_offset;
+}
+
+/*
+ * kl_progress_detail
+ *		What this call landed and committed before an error, as a sentence
+ *		for the error's detail.  Batches renamed into place stay durable when
+ *		the transaction aborts (the next call adopts them), and commits made
+ *		to Kafka stay made, so "nothing happened" is rarely true.
+ */
+static char *
+kl_progress_detail(KlLandCall *call)
+{
+	StringInfoData buf;
+	int			ncommitted = 0;
+	int			npending = 0;
+	int			done = 0;
+
+	initStringInfo(&buf);
+	for (int p = 0; p < call->nparts; p++)
+	{
+		if (call->call_committed[p] >= 0)
+			ncommitted++;
+		if (call->pending_batches[p] > 0)
+			npending++;
+	}
+
+	if (call->is_replay)
+		appendStringInfoString(&buf, "Before the error, this replay landed");
+	else if (ncommitted == 0)
+		appendStringInfoString(&buf, "Before the error, this call committed no offset");
+	else
+	{
+		appendStringInfoString(&buf, "Before the error, this call committed");
+		for (int p = 0; p < call->nparts; p++)
+		{
+			if (call->call_committed[p] < 0)
+				continue;
+			done++;
+			appendStringInfo(&buf, "%s partition %d to offset %lld",
+							 done == 1 ? "" : (done == ncommitted ? " and" : ","),
+							 p, (long long) call->call_committed[p]);
+		}
+	}
+
+	done = 0;
+	for (int p = 0; p < call->nparts; p++)
+	{
+		if (call->pending_batches[p] == 0)
+			continue;
+		done++;
+		appendStringInfo(&buf, "%s offsets %lld to %lld of partition %d (%d %s)",
+						 done > 1 ? (done == npending ? " and" : ",") :
+						 (call->is_replay ? "" : ";"),
+						 (long long) call->pending_first[p], (long long) call->pending_last[p],
+						 p, call->pending_batches[p],
+						 call->pending_batches[p] == 1 ? "batch" : "batches");
+	}
+
+	if (call->is_replay)
+		appendStringInfoString(&buf, npending == 0 ? " nothing." :
+							   "; they stay durable and the next call reuses them.");
+	else if (npending > 0)
+		appendStringInfoString(&buf, " landed but were not committed: the next land() adopts them from disk and commits them.");
+	else if (ncommitted > 0)
+		appendStringInfoString(&buf, "; what it committed stays landed and the next land() goes on from there.");
+	else
+		appendStringInfoString(&buf, " and landed nothing.");
+	return buf.data;
+}
+
+/*
+ * kl_rethrow_with_progress
+ *		In a PG_CATCH block: add to the error what the call landed and
+ *		committed before it, and raise it again.
+ */
+static void
+kl_rethrow_with_progress(KlLandCall *call, MemoryContext cxt)
+{
+	ErrorData  *edata;
+	char	   *progress;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	progress = kl_progress_detail(call);
+	edata->detail = edata->detail ? psprintf("%s %s", edata->detail, progress) : progress;
+	ReThrowError(edata);
 }
 
 /*
@@ -243,7 +429,7 @@ kl_poll_window(KlLandCall *call, int64 stop)
 				int64		next = call->nrecs > 0 ? call->recs[call->nrecs - 1].offset + 1 : -1;
 
 				kl_kafka_watermarks(call->kk, call->src->topic, p, &low, &high,
-									kl_remaining_ms(call));
+									kl_kafka_deadline(call));
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("records of partition %d of topic \"%s\" expired on the broker while they were being landed",
@@ -253,9 +439,8 @@ kl_poll_window(KlLandCall *call, int64 stop)
 						 errhint("Call kafka_lake.land('%s', allow_expired => true) to record the loss and go on.",
 								 call->src->source)));
 			}
-			/* librdkafka retries transport errors itself until the deadline */
-			if (err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
-				err == RD_KAFKA_RESP_ERR__TIMED_OUT)
+			/* librdkafka retries these itself; the deadline bounds the wait */
+			if (kl_kafka_error_class(err) == KL_KERR_UNAVAILABLE)
 				continue;
 			kl_kafka_error(call->kk, "read the partition", err);
 		}
@@ -418,7 +603,7 @@ kl_process_window(KlLandCall *call)
 							 errmsg("coordinate (%s, %d, %lld) was delivered again with a different fingerprint",
 									src->topic, p, (long long) recs[i].offset),
 							 errdetail("The landed record and the broker's record at this offset differ; "
-									   "a coordinate is landed once, so nothing was landed or committed."),
+									   "a coordinate is landed once, so the window that holds it was not landed."),
 							 errhint("The topic was probably deleted and re-created. Land the new topic under a new source.")));
 				recs[i].status = KL_STATUS_REUSED;
 				reused++;
@@ -444,6 +629,7 @@ kl_process_window(KlLandCall *call)
 		kl_classify_run(call, recs + i, j - i);
 		b = palloc(sizeof(KlLandedBatch));
 		kl_land_batch(src, p, recs + i, j - i, b);
+		kl_note_landed(call, b);
 		b->landed_by = call->is_replay ? "replay" : "land";
 		kl_catalog_insert_batch(src, b, recs + i, j - i);
 
@@ -483,10 +669,7 @@ kl_process_window(KlLandCall *call)
 	if (!call->is_replay)
 	{
 		kl_fault_point("after_landing_before_commit");
-		kl_kafka_commit(call->kk, src->topic, p, next_offset);
-		kl_catalog_record_commit(src, p, next_offset,
-								 ((KlLandRow *) llast(rows))->batch_id);
-		call->committed = next_offset;
+		kl_commit_partition(call, next_offset, ((KlLandRow *) llast(rows))->batch_id);
 		kl_fault_point("after_commit");
 	}
 
@@ -534,6 +717,7 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	int			nparts;
 
 	call->src = kl_source_lookup(source);
+	call->timeout_ms = timeout_ms;
 	call->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	kl_init_materialized_srf(fcinfo);
 	call->out = rsinfo->setResult;
@@ -552,9 +736,9 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	call->committed = -1;
 
 	call->kk = kl_kafka_open(call->src->server, KL_CONSUMER, call->src->group_id);
-	nparts = kl_kafka_partition_count(call->kk, call->src->topic, kl_remaining_ms(call));
+	nparts = kl_kafka_partition_count(call->kk, call->src->topic, call->deadline);
 
-	cluster_id = kl_kafka_cluster_id(call->kk, kl_remaining_ms(call));
+	cluster_id = kl_kafka_cluster_id(call->kk, call->deadline);
 	if (call->src->cluster_id == NULL)
 		kl_catalog_set_cluster_id(call->src, cluster_id);
 	else if (strcmp(call->src->cluster_id, cluster_id) != 0)
@@ -566,6 +750,14 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 						   call->src->source, call->src->cluster_id, cluster_id),
 				 errhint("Point server \"%s\" back at the original cluster, or land the new cluster under a new source.",
 						 call->src->server)));
+
+	call->nparts = nparts;
+	call->call_committed = palloc(sizeof(int64) * nparts);
+	call->pending_batches = palloc0(sizeof(int) * nparts);
+	call->pending_first = palloc0(sizeof(int64) * nparts);
+	call->pending_last = palloc0(sizeof(int64) * nparts);
+	for (int p = 0; p < nparts; p++)
+		call->call_committed[p] = -1;
 	return nparts;
 }
 
@@ -585,34 +777,80 @@ kl_check_high_watermark(KlLandCall *call, int64 high, int64 remembered)
 				 errmsg("partition %d of topic \"%s\" ends at offset %lld, below offset %lld that source \"%s\" already landed or committed",
 						call->partition, call->src->topic, (long long) high,
 						(long long) expected, call->src->source),
-				 errdetail("The topic was deleted and re-created, or the broker lost data. Nothing was landed or committed."),
+				 errdetail("The topic was deleted and re-created, or the broker lost data; this partition was left as it was."),
 				 errhint("Land a re-created topic under a new source; the landed batches of \"%s\" stay as they are.",
 						 call->src->source)));
 }
 
 /*
+ * kl_group_moved_error
+ *		The consumer group's offset is ahead of what this source landed: some
+ *		other consumer commits to the group.  Landing from there would skip
+ *		the records in between, so refuse, and say who else may be using the
+ *		group.
+ */
+static void
+kl_group_moved_error(KlLandCall *call, int64 group_offset, int64 ours)
+{
+	KlSource   *src = call->src;
+	char	   *others = kl_catalog_group_users(src);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("consumer group \"%s\" is at offset %lld of partition %d of topic \"%s\", but source \"%s\" did not land offsets %lld to %lld",
+					src->group_id, (long long) group_offset, call->partition, src->topic,
+					src->source, (long long) ours, (long long) (group_offset - 1)),
+			 errdetail("Someone else commits to this group: another consumer, or a kafka_lake source of another database%s. "
+					   "Landing from the group's offset would skip those records, so this partition was left as it was.",
+					   others ? psprintf(" (in this database: source %s)", others) : ""),
+			 errhint("Give each consumer its own group: drop the source (keeping its landing) and create it again with another group_id; "
+					 "the new source adopts the landed batches. To land the offsets the group skipped, call kafka_lake.replay('%s', %d, %lld, %lld).",
+					 src->source, call->partition, (long long) ours, (long long) (group_offset - 1))));
+}
+
+/*
  * kl_land_partition
- *		One partition of land(): recover, decide the start, land up to the
- *		high watermark read now.
+ *		One partition of land(): recover, look again at what the call read
+ *		before it owned the partition, check the group's offset against what
+ *		this source committed, decide the start, land up to the high
+ *		watermark.
  */
 static void
 kl_land_partition(KlLandCall *call)
 {
 	KlSource   *src = call->src;
 	int32		p = call->partition;
+	KlPartitionState st;
 	int64		low,
 				high;
-	int64		remembered;
+	int64		group;
 	int64		start;
 	int64		continue_from;
+	bool		adopt = false;
 	int			rows_before;
 
 	kl_recover_partition(src, p, NULL, NULL);
+	kl_catalog_partition_state(src, p, &st);
 
-	remembered = kl_catalog_remembered_offset(src, p);
+	/*
+	 * The group's offsets and the watermarks were read for every partition
+	 * at the start of the call, before it owned this one: another call (an
+	 * overlapping pg_cron run) may have landed and committed it since.  The
+	 * group's offset is read again when it disagrees with the newest commit
+	 * the catalog remembers, the watermarks when the partition seems to end
+	 * below what was landed, before that is called a re-created topic.
+	 */
+	if (call->committed != st.last_commit)
+		call->committed = kl_kafka_committed_one(call->kk, src->topic, p, kl_kafka_deadline(call));
 	low = call->low[p];
 	high = call->high[p];
-	kl_check_high_watermark(call, high, remembered);
+	if (high < Max(st.remembered, call->committed))
+	{
+		kl_kafka_watermarks(call->kk, src->topic, p, &low, &high, kl_kafka_deadline(call));
+		call->low[p] = low;
+		call->high[p] = high;
+	}
+	kl_check_high_watermark(call, high, st.remembered);
 
 	/*
 	 * Start where the consumer group says (a group without an offset, e.g.
@@ -621,11 +859,35 @@ kl_land_partition(KlLandCall *call)
 	 * offset, or from what the catalog remembers when the group forgot:
 	 * anything below the low watermark from there on expired unlanded.
 	 */
-	start = (call->committed >= 0) ? call->committed : low;
-	if (call->committed >= 0)
-		continue_from = call->committed;
+	group = call->committed;
+	start = (group >= 0) ? group : low;
+	if (group >= 0)
+		continue_from = group;
 	else
-		continue_from = (remembered > 0) ? remembered : low;
+		continue_from = (st.remembered > 0) ? st.remembered : low;
+
+	/*
+	 * A group offset beyond the newest commit of this source.  Ours, if the
+	 * record just below it is durable here (a commit whose transaction
+	 * aborted: its batch was adopted from disk).  Harmless, if everything
+	 * it skipped has expired on the broker anyway: the expiry check below
+	 * judges the range from what this source committed.  Otherwise another
+	 * consumer moved it.  A source with no history of the partition at all
+	 * starts at the group's offset on purpose (a consumer group migrated to
+	 * kafka_lake, or the group of an earlier source of this name), and says
+	 * so.
+	 */
+	if (group >= 0 && group > st.last_commit)
+	{
+		if (!st.has_history)
+			adopt = (group > low);
+		else if (group <= low)
+			continue_from = (st.last_commit >= 0) ? st.last_commit :
+				(st.remembered > 0 ? st.remembered : low);
+		else if (kl_catalog_durable(src, p, group - 1, group - 1) == NULL)
+			kl_group_moved_error(call, group,
+								 st.last_commit >= 0 ? st.last_commit : st.remembered);
+	}
 
 	if (continue_from < low)
 	{
@@ -645,7 +907,7 @@ kl_land_partition(KlLandCall *call)
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("offsets %lld to %lld of partition %d of topic \"%s\" expired on the broker before they landed",
 								(long long) first_lost, (long long) (low - 1), p, src->topic),
-						 errdetail("The partition now starts at offset %lld; %lld records are lost to source \"%s\". Nothing was landed or committed.",
+						 errdetail("The partition now starts at offset %lld; %lld records are lost to source \"%s\".",
 								   (long long) low, (long long) (low - first_lost), src->source),
 						 errhint("To record the loss in kafka_lake.expired_ranges and go on from offset %lld, call kafka_lake.land('%s', allow_expired => true).",
 								 (long long) low, src->source)));
@@ -658,6 +920,19 @@ kl_land_partition(KlLandCall *call)
 	start = Max(start, low);
 
 	rows_before = tuplestore_tuple_count(call->out);
+	if (adopt)
+	{
+		ereport(NOTICE,
+				(errmsg("source \"%s\" starts partition %d of topic \"%s\" at offset %lld, where consumer group \"%s\" had committed",
+						src->source, p, src->topic, (long long) group, src->group_id),
+				 errdetail("Offsets %lld to %lld, below the group's offset, are not landed by this source.",
+						   (long long) low, (long long) (group - 1)),
+				 errhint("If they are needed, kafka_lake.replay('%s', %d, %lld, %lld) lands them.",
+						 src->source, p, (long long) low, (long long) (group - 1))));
+		/* the group's offset becomes this source's own first commit */
+		kl_commit_partition(call, group, NULL);
+		kl_emit_simple(call, "adopted", group);
+	}
 	if (start < high)
 		kl_land_range(call, start, high);
 
@@ -665,11 +940,7 @@ kl_land_partition(KlLandCall *call)
 	{
 		/* nothing new; make the group's offset say where we stand */
 		if (start != call->committed && !call->stop)
-		{
-			kl_kafka_commit(call->kk, src->topic, p, start);
-			kl_catalog_record_commit(src, p, start, NULL);
-			call->committed = start;
-		}
+			kl_commit_partition(call, start, NULL);
 		kl_emit_simple(call, "empty", call->committed);
 	}
 }
@@ -685,11 +956,9 @@ kafka_lake_land(PG_FUNCTION_ARGS)
 	int			timeout_ms = 30000;
 	int			nparts;
 	int64	   *committed;
+	MemoryContext cxt = CurrentMemoryContext;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source must not be null")));
+	kl_check_not_null(fcinfo, 0, "source", NULL);
 	call.max_records = PG_ARGISNULL(1) ? 1000000 : PG_GETARG_INT32(1);
 	if (call.max_records < 1)
 		ereport(ERROR,
@@ -702,23 +971,34 @@ kafka_lake_land(PG_FUNCTION_ARGS)
 
 	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
 	committed = palloc(sizeof(int64) * nparts);
-	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, kl_remaining_ms(&call));
+	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, call.deadline);
 	call.low = palloc(sizeof(int64) * nparts);
 	call.high = palloc(sizeof(int64) * nparts);
 	kl_kafka_all_watermarks(call.kk, call.src->topic, nparts, call.low, call.high,
-							kl_remaining_ms(&call));
+							call.deadline);
 
-	for (int p = 0; p < nparts && !call.stop; p++)
+	/* from here on an error says what the call landed and committed */
+	PG_TRY();
 	{
-		call.partition = p;
-		call.committed = committed[p];
-		if (!kl_try_lock_partition(call.src, p))
+		for (int p = 0; p < nparts && !call.stop; p++)
 		{
-			kl_emit_simple(&call, "locked", committed[p]);
-			continue;
+			if (GetCurrentTimestamp() >= call.deadline)
+				break;
+			call.partition = p;
+			call.committed = committed[p];
+			if (!kl_try_lock_partition(call.src, p))
+			{
+				kl_emit_simple(&call, "locked", committed[p]);
+				continue;
+			}
+			kl_land_partition(&call);
 		}
-		kl_land_partition(&call);
 	}
+	PG_CATCH();
+	{
+		kl_rethrow_with_progress(&call, cxt);
+	}
+	PG_END_TRY();
 
 	kl_kafka_close(call.kk);
 	return (Datum) 0;
@@ -740,14 +1020,12 @@ kafka_lake_replay(PG_FUNCTION_ARGS)
 				low,
 				high;
 	int64	   *committed;
+	MemoryContext cxt = CurrentMemoryContext;
+	static const char *const argnames[4] = {"source", "partition", "from_offset", "to_offset"};
 
 	for (int i = 0; i < 4; i++)
-	{
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("source, partition, from_offset and to_offset must not be null")));
-	}
+		kl_check_not_null(fcinfo, i, argnames[i],
+						  "replay() needs a source, a partition and an inclusive offset range, for example kafka_lake.replay('machine_events', 0, 0, 99).");
 	p = PG_GETARG_INT32(1);
 	from = PG_GETARG_INT64(2);
 	to = PG_GETARG_INT64(3);
@@ -778,7 +1056,7 @@ kafka_lake_replay(PG_FUNCTION_ARGS)
 						p, call.src->topic, nparts)));
 	call.partition = p;
 	committed = palloc(sizeof(int64) * nparts);
-	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, kl_remaining_ms(&call));
+	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, call.deadline);
 	call.committed = committed[p];
 
 	if (!kl_try_lock_partition(call.src, p))
@@ -789,7 +1067,7 @@ kafka_lake_replay(PG_FUNCTION_ARGS)
 	}
 	kl_recover_partition(call.src, p, NULL, NULL);
 
-	kl_kafka_watermarks(call.kk, call.src->topic, p, &low, &high, kl_remaining_ms(&call));
+	kl_kafka_watermarks(call.kk, call.src->topic, p, &low, &high, call.deadline);
 	if (from < low)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -808,13 +1086,21 @@ kafka_lake_replay(PG_FUNCTION_ARGS)
 				 errhint("Replay up to offset %lld.", (long long) (high - 1)) :
 				 errhint("Nothing has been written at these offsets yet.")));
 
-	kl_land_range(&call, from, to + 1);
+	PG_TRY();
+	{
+		kl_land_range(&call, from, to + 1);
+	}
+	PG_CATCH();
+	{
+		kl_rethrow_with_progress(&call, cxt);
+	}
+	PG_END_TRY();
 	if (call.stop)
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("replay of offsets %lld to %lld did not finish within the timeout",
 						(long long) from, (long long) to),
-				 errdetail("What it landed so far stays durable and is reused by the next call."),
+				 errdetail("%s", kl_progress_detail(&call)),
 				 errhint("Call it again with a longer timeout.")));
 	if (call.polled_records == 0)
 		kl_emit_simple(&call, "empty", call.committed);

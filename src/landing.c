@@ -369,7 +369,7 @@ kl_out_flush(KlOutFile *f)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not write file \"%s\": %m", f->path),
-					 errhint("Nothing was committed: the next land() starts again from the committed offset.")));
+					 errhint("Free space under the landing directory; the next land() goes on from the committed offset.")));
 		}
 		p += n;
 		left -= n;

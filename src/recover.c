@@ -634,7 +634,7 @@ Datum
 kafka_lake_recover(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KlSource   *src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	KlSource   *src = kl_source_arg(fcinfo, 0);
 	ListCell   *cell;
 
 	kl_init_materialized_srf(fcinfo);
@@ -685,7 +685,7 @@ Datum
 kafka_lake_verify(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KlSource   *src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	KlSource   *src = kl_source_arg(fcinfo, 0);
 	MemoryContext caller = CurrentMemoryContext;
 	MemoryContext per_batch;
 	List	   *batches = NIL;

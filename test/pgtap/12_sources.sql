@@ -29,8 +29,8 @@ SELECT throws_ok($$SELECT kafka_lake.create_source(NULL, 's_srv', 't1')$$, '2200
 
 SELECT lives_ok($$SELECT kafka_lake.create_source('s_a', 's_srv', 'Valid.topic_name-1')$$,
   'a valid source is created');
-SELECT is((SELECT group_id FROM kafka_lake.sources WHERE source = 's_a'), 'kafka_lake.s_a',
-  'the default group is kafka_lake.<source>');
+SELECT is((SELECT group_id FROM kafka_lake.sources WHERE source = 's_a'), 'kafka_lake.' || current_database() || '.s_a',
+  'the default group is kafka_lake.<database>.<source>');
 SELECT has_foreign_table('kafka_lake', 's_a_records', 'its foreign table exists');
 SELECT throws_ok($$SELECT kafka_lake.create_source('s_a', 's_srv', 't1')$$, '42710', NULL,
   'a second source of the same name is refused');

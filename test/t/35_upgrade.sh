@@ -2,12 +2,13 @@
 # test/t/35_upgrade.sh: a database created at kafka_lake 1.0 keeps everything it landed and
 # bridged through ALTER EXTENSION kafka_lake UPDATE.  Lands and bridges at 1.0 (two
 # partitions, accepted, duplicate and quarantined records, one published snapshot), updates,
-# and checks that the foreign table reads the same rows, verify() stays clean, the same date
+# and checks that the foreign table reads the same rows, the source keeps its consumer group
+# (the 1.0 default, kafka_lake.<source>), verify() stays clean, the same date
 # bridges to the same source_hash (adapter reused, run skipped, no new snapshot), and landing
 # and bridging go on.  Then a database created at the default version must hold the same
 # extension objects as the updated one.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 12
+plan 13
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 db=kl_upgrade
 topic=upgrade.t
@@ -24,6 +25,8 @@ is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_la
 q -d $db >/dev/null <<SQL
 CREATE SERVER up_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP');
 SELECT kafka_lake.create_source('up_src', 'up_srv', '$topic');
+-- the group id a 1.0 build stored by default (kafka_lake.<source>)
+UPDATE kafka_lake.sources SET group_id = 'kafka_lake.up_src' WHERE source = 'up_src';
 SELECT count(*) FROM kafka_lake.land('up_src');
 -- a duplicate event_id at a new coordinate
 SELECT kafka_lake.produce('up_srv', '$topic', value, partition => 1)
@@ -56,6 +59,8 @@ is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_la
 	"$(q -d ${db}_fresh -c "SELECT default_version FROM pg_available_extensions WHERE name = 'kafka_lake'")" \
 	"the extension is at the default version"
 is "$(state)" "$before" "every landed record reads the same after the update"
+is "$(q -d $db -c "SELECT group_id FROM kafka_lake.sources WHERE source = 'up_src'")" kafka_lake.up_src \
+	"a source keeps the consumer group it had"
 is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('up_src')")" 0 "verify() is clean after the update"
 is "$(q -d $db -c "SELECT source_hash || ' ' || adapter_status || ' ' || run_status || ' ' || snapshot_status
 	FROM kafka_lake.bridge('up_src', '2026-06-29')")" "$hash reused skipped skipped" \
