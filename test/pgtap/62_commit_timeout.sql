@@ -66,6 +66,9 @@ SELECT dblink_connect('ct62', format('dbname=%s host=%s port=%s', current_databa
                                      current_setting('unix_socket_directories'), current_setting('port')));
 SELECT pid AS other_pid FROM dblink('ct62', 'SELECT pg_backend_pid()') AS t(pid int) \gset
 SELECT dblink_exec('ct62', 'SET statement_timeout = ''40s''');
+-- the trigger's shell helper keeps its output in a temporary table: create it now, since the
+-- trigger runs inside kafka_lake's catalog section, where no temporary table can be created
+SELECT * FROM dblink('ct62', $$SELECT kl_test.sh('true')$$) AS t(out text);
 SELECT dblink_send_query('ct62', $$SELECT count(*) FROM kafka_lake.land('ct62', timeout => '10 min')$$);
 DO $$
 BEGIN
