@@ -208,8 +208,9 @@ SELECT results_eq(
                     p->'last_coordinate'->>'offset', p->>'source_hash', p ? 'created_at',
                     p->>'kafka_lake_version'
              FROM (SELECT pg_read_file(%L)::jsonb AS p) x$$, :'adapter_dir' || '/provenance.json'),
-    format($$VALUES (%L, %L, '2026-06-29', 4, 2, '0', '3', %L, true, '1.0')$$,
-           :'source', :'topic', (SELECT source_hash FROM first_bridge)),
+    format($$VALUES (%L, %L, '2026-06-29', 4, 2, '0', '3', %L, true, %L)$$,
+           :'source', :'topic', (SELECT source_hash FROM first_bridge),
+           (SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake')),
     'provenance.json: source, topic, date, 4 events from 2 batches, coordinates 0..3');
 SELECT is((SELECT count(*)::int FROM pg_ls_dir(:'adapter_dir' || '/../..') f WHERE f LIKE '.tmp-%'), 0,
           'no temporary file is left in adapter/');
