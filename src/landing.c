@@ -43,7 +43,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access/xact.h"
 #include "common/base64.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
@@ -75,16 +74,6 @@ typedef struct KlOutFile
 	uint32		crc;
 	KlFileInfo	info;
 } KlOutFile;
-
-/* trees to remove when the transaction commits (drop_source) */
-typedef struct KlPendingRemoval
-{
-	char	   *path;
-	SubTransactionId subid;		/* the subtransaction that asked for it */
-} KlPendingRemoval;
-
-static List *kl_trees_to_remove = NIL;
-static bool kl_remove_callback_registered = false;
 
 /*
  * kl_landing_root
@@ -157,87 +146,6 @@ kl_remove_tree(const char *path)
 		ereport(WARNING,
 				(errcode_for_file_access(),
 				 errmsg("could not remove directory \"%s\" completely", path)));
-}
-
-/*
- * kl_remove_at_commit_callback
- *		Remove the trees queued by kl_remove_tree_at_commit once the
- *		transaction has committed; forget them if it aborts.
- */
-static void
-kl_remove_at_commit_callback(XactEvent event, void *arg)
-{
-	ListCell   *cell;
-
-	if (event == XACT_EVENT_COMMIT)
-	{
-		foreach(cell, kl_trees_to_remove)
-		{
-			KlPendingRemoval *r = lfirst(cell);
-			struct stat st;
-
-			if (stat(r->path, &st) == 0)
-				rmtree(r->path, true);
-		}
-	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
-	{
-		list_free_deep(kl_trees_to_remove);
-		kl_trees_to_remove = NIL;
-	}
-}
-
-/*
- * kl_remove_at_subxact_callback
- *		A savepoint rolled back takes its removals with it; one released
- *		hands them to its parent.
- */
-static void
-kl_remove_at_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-							  SubTransactionId parentSubid, void *arg)
-{
-	ListCell   *cell;
-
-	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
-		return;
-	foreach(cell, kl_trees_to_remove)
-	{
-		KlPendingRemoval *r = lfirst(cell);
-
-		if (r->subid != mySubid)
-			continue;
-		if (event == SUBXACT_EVENT_COMMIT_SUB)
-			r->subid = parentSubid;
-		else
-		{
-			kl_trees_to_remove = foreach_delete_current(kl_trees_to_remove, cell);
-			pfree(r->path);
-			pfree(r);
-		}
-	}
-}
-
-/*
- * kl_remove_tree_at_commit
- *		Remove a directory tree once the transaction has committed (unless
- *		the savepoint that asked for it is rolled back).
- */
-void
-kl_remove_tree_at_commit(const char *path)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	KlPendingRemoval *r = palloc(sizeof(KlPendingRemoval));
-
-	r->path = pstrdup(path);
-	r->subid = GetCurrentSubTransactionId();
-	kl_trees_to_remove = lappend(kl_trees_to_remove, r);
-	MemoryContextSwitchTo(old);
-	if (!kl_remove_callback_registered)
-	{
-		RegisterXactCallback(kl_remove_at_commit_callback, NULL);
-		RegisterSubXactCallback(kl_remove_at_subxact_callback, NULL);
-		kl_remove_callback_registered = true;
-	}
 }
 
 /*
@@ -738,6 +646,8 @@ kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBat
 	appendStringInfoString(doc, "\n}\n");
 	kl_out_close(&mf);
 	strlcpy(out->manifest_sha256, mf.info.sha256, sizeof(out->manifest_sha256));
+	out->manifest_bytes = mf.info.bytes;
+	out->manifest_crc32c = mf.info.crc32c;
 
 	/* the staging directory's entries are durable */
 	fsync_fname(staging, true);
