@@ -566,8 +566,18 @@ kl_undo_displace(const char *dir, const char *root, const char *source)
 		if (e->action == KL_UNDO_RMTREE && e->at_commit && strcmp(e->path, dir) == 0)
 			pending = e;
 	}
-	if (pending == NULL || lstat(dir, &st) != 0)
+	if (pending == NULL)
 		return false;
+	if (lstat(dir, &st) != 0)
+	{
+		/*
+		 * The dropped source left nothing there: nothing is to be removed,
+		 * and the removal must not take what the new source creates.
+		 */
+		kl_undo_list = list_delete_ptr(kl_undo_list, pending);
+		kl_undo_free(pending);
+		return false;
+	}
 
 	if (!pg_strong_random(rnd, sizeof(rnd)))
 		memset(rnd, 0, sizeof(rnd));

@@ -5,7 +5,7 @@
 -- source's files back together with what the rolled-back part landed (its offsets may be
 -- committed), so the next land() adopts it.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(21);
+SELECT plan(23);
 
 -- how many rows a query returns, or -1 when it fails (a damaged landing fails with XX001)
 CREATE FUNCTION pg_temp.rows_of(q text) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -158,5 +158,18 @@ SELECT is(pg_temp.on_disk('batch=' || (SELECT b.batch_id FROM kafka_lake.batches
                                         JOIN kafka_lake.sources s USING (source_id)
                                         WHERE s.source = 'dr29s')), 1::bigint,
           'the dropped sources'' copies of the same batch are gone: one copy is left');
+
+-- a source whose directory is already gone: the re-created one's files still stay
+\o /dev/null
+SELECT kl_test.sh(format('rm -r %s', kl_test.landing('dr29s')));
+BEGIN;
+SELECT kafka_lake.drop_source('dr29s', drop_landing => true);
+SELECT kafka_lake.create_source('dr29s', 'dr29_kafka', 'dr29s.t', group_id => 'dr29s-5');
+SELECT * FROM kafka_lake.land('dr29s');
+COMMIT;
+\o
+SELECT is(pg_temp.missing_dirs('dr29s'), 0::bigint,
+          'when the dropped source had no directory left, the new source''s batches stay on disk');
+SELECT is(pg_temp.rows_of($$SELECT * FROM kafka_lake.dr29s_records$$), 4::bigint, 'and read');
 
 SELECT * FROM finish();
