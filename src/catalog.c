@@ -17,6 +17,13 @@
  * accepted event_id costs a row, in accepted_events, because its uniqueness
  * (I3) must be enforced by the database across concurrent sessions.
  *
+ * A source is not dropped under a writer: land(), replay(), recover() and
+ * the bridge lock the source's row FOR KEY SHARE before they touch its
+ * files (kl_source_lock), drop_source takes FOR UPDATE before it deletes
+ * anything, and deletes with the newest snapshot, so what a lander
+ * committed while the drop waited goes too (accepted_events has no foreign
+ * key to cascade).  Its files are removed at commit (fileundo.c).
+ *
  * Partition ownership: land() and replay() own a (source, partition) with a
  * transaction-level advisory lock in a lock space of our own (the fourth
  * field of the lock tag is 0x4B4C, "KL", so it cannot collide with a user's

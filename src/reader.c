@@ -11,12 +11,22 @@
  * business_date and batch_id are applied in that catalog query, before any
  * file is opened.
  *
+ * Checking a batch before it is used: its manifest.json must be the file the
+ * catalog recorded when the batch landed (size and CRC-32C, or the SHA-256
+ * for a batch landed by 1.0: kl_check_manifest), once per batch, before any
+ * of its files.  A batch that disagrees with its manifest is refused whole
+ * (I5), even though the rows come from the data files: a manifest that is
+ * gone or edited means the batch was tampered with, and recover() could no
+ * longer adopt it.
+ *
  * Checking a file before its rows are used: the file is read whole into
  * memory (a batch is bounded by kafka_lake.batch_max_bytes), its size, line
  * count and CRC-32C are compared with the catalog's copy of the manifest,
  * and only then are lines handed out.  A missing, truncated, extended or
  * edited file is an ERROR with SQLSTATE XX001 that names the batch and the
- * file; nothing of it is returned.  (SHA-256, ten times slower, is
+ * file; nothing of it is returned.  So is anything in its place that is not
+ * a regular file: files are opened by kl_open_landed (recover.c), which
+ * never follows a symbolic link and never blocks in open(2).  (SHA-256, ten times slower, is
  * verify()'s job; see digest.c.)  A caller that reads many files passes a
  * buffer of its own (kl_reader_open_buffer), which is reused from file to
  * file instead of being allocated, faulted in and freed for each.
@@ -321,8 +331,8 @@ kl_file_error_callback(void *arg)
 static int
 kl_corrupt_hint(const char *source)
 {
-	return errhint("Landed files never change. Run kafka_lake.verify('%s') to list every damaged batch, then restore them from a backup or land their offsets again with kafka_lake.replay().",
-				   source);
+	return errhint("Landed files never change. Run kafka_lake.verify('%s'): it lists every damaged batch with what to do (restore it from a backup, or move it out of the landing directory, run kafka_lake.recover('%s') and land its offsets again with kafka_lake.replay()).",
+				   source, source);
 }
 
 /*

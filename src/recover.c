@@ -18,12 +18,35 @@
  * land(), replay() and the bridge run this for each partition they own
  * before anything else; kafka_lake.recover() runs it for the whole source.
  *
+ * The other way round, only kafka_lake.recover() acts: a batch the catalog
+ * lists whose directory is gone (a damaged batch moved away, a deleted one)
+ * is forgotten, with the event_ids it reserved, so that replay() can land
+ * its offsets again from the broker.  That is never done on the way by
+ * land(), and not at all while the source's directory or its marker is
+ * missing: a landing directory that is not mounted must not empty the
+ * catalog.
+ *
+ * What lies in a partition directory under a batch's name but cannot be a
+ * batch (a file, a FIFO, an empty directory, a name that is no batch id)
+ * was not made by a rename of a complete staging directory, so it holds no
+ * landed data: it never stops a partition; it is reported (a WARNING,
+ * "skipped_stray", verify()'s "stray_entry") and left for the operator.  A
+ * non-empty directory under a batch id that cannot be adopted may be a
+ * damaged batch: that stops the partition with XX001, and the hint (and
+ * verify()'s "not_adoptable" row) says what works: move it away, replay its
+ * offsets.  verify() says what to do for every problem it reports.
+ *
+ * Nothing of the landing is opened unless it is a regular file, and open(2)
+ * never blocks (kl_open_landed).
+ *
  * An adopted batch may claim as accepted an event_id that another batch
  * accepted meanwhile (possible only when the adopted batch's transaction
  * aborted while a concurrent session waited on its event_id).  The file is
  * immutable, so the catalog records that coordinate as 'D': accepted on
  * disk, a duplicate for every reader (the foreign table and the bridge skip
- * it), and recover() reports it.
+ * it), and recover() reports it.  An event_id that accepted_events holds at
+ * the adopted coordinate itself is that same event (the catalog lost the
+ * batch's row but kept its reservation): it stays accepted.
  *
  * IDENTIFICATION
  *	  src/recover.c
@@ -1255,12 +1278,22 @@ kl_verify(FunctionCallInfo fcinfo)
 		MemoryContextReset(per_batch);
 		old = MemoryContextSwitchTo(per_batch);
 
-		if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		{
-			char	   *detail = (lstat(dir, &st) != 0) ?
-				psprintf("%s: %m", dir) :
-				psprintf("%s is not a directory (it is %s)", dir,
-						 S_ISREG(st.st_mode) ? "a regular file" : kl_file_kind(st.st_mode));
+			/* something else in its place: it must go before the batch can come back */
+			char	   *detail = psprintf("%s is not a directory (it is %s)", dir,
+										  S_ISREG(st.st_mode) ? "a regular file" :
+										  kl_file_kind(st.st_mode));
+			char	   *action = kl_damaged_action(src, dir, &ref);
+
+			MemoryContextSwitchTo(old);
+			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, NULL,
+							   "missing_batch", detail, action);
+			continue;
+		}
+		if (lstat(dir, &st) != 0)
+		{
+			char	   *detail = psprintf("%s: %m", dir);
 			char	   *action = landing_present ?
 				psprintf("Restore %s from a backup, or run kafka_lake.recover('%s'), "
 						 "then kafka_lake.replay('%s', %d, %lld, %lld): recover() forgets the batch, "
