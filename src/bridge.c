@@ -17,9 +17,11 @@
  *	   A partition whose recovery changed nothing is let go at once, so that
  *	   land() does not wait for the whole bridge;
  *	3. select (pass 1): read the catalog's batches of that date with a fresh
- *	   snapshot, then each accepted.jsonl in (partition, offset) order,
- *	   checked against its manifest (reader.c: size, lines, CRC-32C; a
- *	   mismatch is XX001) before its first line is used; keep the lines
+ *	   snapshot, then each accepted.jsonl in (partition, offset) order, the
+ *	   batch's manifest and the file checked against the catalog's copy of
+ *	   the manifest (reader.c: manifest size and CRC-32C; file size, lines,
+ *	   CRC-32C; a mismatch is XX001) before its first line is used: a batch
+ *	   that disagrees with its manifest is refused; keep the lines
  *	   whose event has that business_date, except coordinates that recover
  *	   demoted.  Each selected event becomes one canonical CSV line (csv.c),
  *	   streamed into a temporary file under <source>/adapter/ and through

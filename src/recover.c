@@ -1208,6 +1208,7 @@ kl_verify(FunctionCallInfo fcinfo)
 	ListCell   *cell;
 	KlCatalogSave cs;
 	bool		landing_present = kl_landing_present(src);
+	bool		has_manifest_checks = kl_catalog_has_manifest_checks();
 
 	kl_init_materialized_srf(fcinfo);
 
@@ -1217,11 +1218,12 @@ kl_verify(FunctionCallInfo fcinfo)
 		Oid			types[1] = {INT4OID};
 		Datum		values[1] = {Int32GetDatum(src->source_id)};
 
-		if (SPI_execute_with_args("SELECT batch_id, partition, manifest_sha256, file_bytes::text,"
-								  " file_lines::text, file_crc32c::text, file_sha256::text,"
-								  " record_count, first_offset, last_offset"
-								  " FROM kafka_lake.batches WHERE source_id = $1"
-								  " ORDER BY partition, first_offset",
+		if (SPI_execute_with_args(psprintf("SELECT batch_id, partition, manifest_sha256, file_bytes::text,"
+										   " file_lines::text, file_crc32c::text, file_sha256::text,"
+										   " record_count, first_offset, last_offset, %s"
+										   " FROM kafka_lake.batches WHERE source_id = $1"
+										   " ORDER BY partition, first_offset",
+										   has_manifest_checks ? "manifest_bytes IS NULL" : "false"),
 								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read kafka_lake.batches");
 		for (uint64 row = 0; row < SPI_processed; row++)
@@ -1241,6 +1243,8 @@ kl_verify(FunctionCallInfo fcinfo)
 			b->record_count = atoi(SPI_getvalue(tup, desc, 8));
 			b->first_offset = strtoi64(SPI_getvalue(tup, desc, 9), NULL, 10);
 			b->last_offset = strtoi64(SPI_getvalue(tup, desc, 10), NULL, 10);
+			/* -1: the manifest's size and CRC are not recorded yet (landed by 1.0) */
+			b->manifest_bytes = strcmp(SPI_getvalue(tup, desc, 11), "t") == 0 ? -1 : 0;
 			if (sscanf(bytes, "{%lld,%lld,%lld}", (long long *) &b->files[0].bytes,
 					   (long long *) &b->files[1].bytes, (long long *) &b->files[2].bytes) != 3 ||
 				sscanf(lines, "{%lld,%lld,%lld}", (long long *) &b->files[0].lines,
@@ -1353,6 +1357,30 @@ kl_verify(FunctionCallInfo fcinfo)
 								   psprintf("manifest.json has SHA-256 %s, the catalog recorded %s",
 											hex, cat->manifest_sha256), action);
 				continue;
+			}
+
+			/*
+			 * A manifest landed by 1.0 is now proven by its SHA-256: record
+			 * its size and CRC-32C, so that scans check it as cheaply as
+			 * the others.
+			 */
+			if (has_manifest_checks && cat->manifest_bytes < 0)
+			{
+				Oid			utypes[4] = {INT4OID, TEXTOID, INT8OID, INT8OID};
+				Datum		uvalues[4];
+
+				uvalues[0] = Int32GetDatum(src->source_id);
+				uvalues[1] = CStringGetTextDatum(cat->batch_id);
+				uvalues[2] = Int64GetDatum((int64) len);
+				uvalues[3] = Int64GetDatum((int64) kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len)));
+				cs = kl_catalog_begin();
+				if (SPI_execute_with_args("UPDATE kafka_lake.batches SET manifest_bytes = $3,"
+										  " manifest_crc32c = $4"
+										  " WHERE source_id = $1 AND batch_id = $2"
+										  "   AND manifest_bytes IS NULL",
+										  4, utypes, uvalues, NULL, false, 0) != SPI_OK_UPDATE)
+					elog(ERROR, "could not update kafka_lake.batches");
+				kl_catalog_end(cs);
 			}
 		}
 		MemoryContextSwitchTo(old);

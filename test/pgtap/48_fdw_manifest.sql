@@ -5,7 +5,7 @@
 -- the manifest's size and CRC-32C (landed by kafka_lake 1.0) is checked by the manifest's
 -- SHA-256.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(12);
+SELECT plan(14);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text; hint text;
@@ -71,8 +71,15 @@ SELECT matches(pg_temp.error_of(format('SELECT count(*) FROM kafka_lake.mf48_rec
                format('^XX001\nmanifest.json of batch %s of source "mf48" does not match the catalog', :'b4'),
                'its edited manifest is found by its SHA-256');
 
--- the catalog's size and CRC are those of the file land() wrote
+-- verify() records size and CRC of a manifest it proved by its SHA-256
 SELECT batch_id AS b3 FROM kafka_lake.batches WHERE first_offset = 6 AND topic = 'mf48.t' \gset
+UPDATE kafka_lake.batches SET manifest_bytes = NULL, manifest_crc32c = NULL WHERE batch_id = :'b3';
+SELECT is((SELECT count(*) FROM kafka_lake.verify('mf48') WHERE batch_id = :'b3'), 0::bigint,
+          'verify() finds the 1.0-style batch intact');
+SELECT is((SELECT manifest_bytes IS NOT NULL AND manifest_crc32c IS NOT NULL FROM kafka_lake.batches
+            WHERE batch_id = :'b3'), true, 'and records the size and CRC-32C of its manifest');
+
+-- the catalog's size and CRC are those of the file land() (or verify()) recorded
 SELECT is((SELECT manifest_bytes FROM kafka_lake.batches WHERE batch_id = :'b3'),
           (pg_stat_file(format('%s/batch=%s/manifest.json', :'pdir', :'b3'))).size,
           'manifest_bytes is the manifest''s size');
