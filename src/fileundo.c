@@ -75,13 +75,11 @@
 #include "postgres.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "common/file_perm.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
