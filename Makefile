@@ -16,6 +16,7 @@ OBJS = \
 	src/digest.o \
 	src/catalog.o \
 	src/landing.o \
+	src/fileundo.o \
 	src/land.o \
 	src/recover.o \
 	src/reader.o \

@@ -17,9 +17,11 @@
  *	   A partition whose recovery changed nothing is let go at once, so that
  *	   land() does not wait for the whole bridge;
  *	3. select (pass 1): read the catalog's batches of that date with a fresh
- *	   snapshot, then each accepted.jsonl in (partition, offset) order,
- *	   checked against its manifest (reader.c: size, lines, CRC-32C; a
- *	   mismatch is XX001) before its first line is used; keep the lines
+ *	   snapshot, then each accepted.jsonl in (partition, offset) order, the
+ *	   batch's manifest and the file checked against the catalog's copy of
+ *	   the manifest (reader.c: manifest size and CRC-32C; file size, lines,
+ *	   CRC-32C; a mismatch is XX001) before its first line is used: a batch
+ *	   that disagrees with its manifest is refused; keep the lines
  *	   whose event has that business_date, except coordinates that recover
  *	   demoted.  Each selected event becomes one canonical CSV line (csv.c),
  *	   streamed into a temporary file under <source>/adapter/ and through
@@ -51,8 +53,10 @@
  * corrupt batch, no event, the fault point bridge_before_gold, a cancel)
  * rolls back every catalog row, silver and gold included.  Files are not
  * transactional, so every file and directory this call creates is
- * remembered, and an abort callback removes them (a subtransaction abort
- * removes those of the subtransaction).  A content address that already
+ * registered with fileundo.c before it is created, and removed if the
+ * transaction aborts (a subtransaction abort removes those of the
+ * subtransaction).  For the same reason a bridge cannot be part of a
+ * prepared transaction (PREPARE TRANSACTION is refused).  A content address that already
  * held the file is left alone: its name is its SHA-256.  A temporary file
  * left by a killed backend is removed by the next bridge of that date, which
  * alone may own such a file (the lock of step 1).
@@ -364,175 +368,6 @@ typedef struct KlBridge
 } KlBridge;
 
 /* ----------------------------------------------------------------
- *		Files created by this transaction, removed if it aborts
- * ----------------------------------------------------------------
- */
-
-typedef struct KlCreatedPath
-{
-	char	   *path;
-	bool		is_dir;
-	SubTransactionId subid;		/* created in this subtransaction */
-} KlCreatedPath;
-
-static List *kl_created_paths = NIL;	/* in TopMemoryContext, oldest first */
-static bool kl_bridge_callbacks_registered = false;
-
-/*
- * kl_remove_created
- *		Remove one path created by an aborted (sub)transaction.  Runs inside
- *		abort processing: report trouble as a WARNING, never an ERROR.
- */
-static void
-kl_remove_created(KlCreatedPath *cp)
-{
-	int			rc = cp->is_dir ? rmdir(cp->path) : unlink(cp->path);
-
-	if (rc != 0 && errno != ENOENT)
-		ereport(WARNING,
-				(errcode_for_file_access(),
-				 errmsg("could not remove \"%s\" after the bridge's transaction aborted: %m",
-						cp->path)));
-}
-
-/*
- * kl_free_created
- *		Forget one remembered path.
- */
-static void
-kl_free_created(KlCreatedPath *cp)
-{
-	pfree(cp->path);
-	pfree(cp);
-}
-
-/*
- * kl_bridge_xact_callback
- *		At abort, remove what this transaction created, newest first; at
- *		commit or prepare, keep it.
- */
-static void
-kl_bridge_xact_callback(XactEvent event, void *arg)
-{
-	bool		abort;
-	ListCell   *cell;
-
-	switch (event)
-	{
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			abort = true;
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PREPARE:
-			abort = false;
-			break;
-		default:
-			return;
-	}
-	if (abort)
-	{
-		for (int i = list_length(kl_created_paths) - 1; i >= 0; i--)
-			kl_remove_created(list_nth(kl_created_paths, i));
-	}
-	foreach(cell, kl_created_paths)
-		kl_free_created(lfirst(cell));
-	list_free(kl_created_paths);
-	kl_created_paths = NIL;
-}
-
-/*
- * kl_bridge_subxact_callback
- *		A subtransaction that aborts takes its files with it; one that
- *		commits hands them to its parent.
- */
-static void
-kl_bridge_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						   SubTransactionId parentSubid, void *arg)
-{
-	ListCell   *cell;
-
-	if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		foreach(cell, kl_created_paths)
-		{
-			KlCreatedPath *cp = lfirst(cell);
-
-			if (cp->subid == mySubid)
-				cp->subid = parentSubid;
-		}
-	}
-	else if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		for (int i = list_length(kl_created_paths) - 1; i >= 0; i--)
-		{
-			KlCreatedPath *cp = list_nth(kl_created_paths, i);
-
-			if (cp->subid == mySubid)
-				kl_remove_created(cp);
-		}
-		foreach(cell, kl_created_paths)
-		{
-			KlCreatedPath *cp = lfirst(cell);
-
-			if (cp->subid == mySubid)
-			{
-				kl_created_paths = foreach_delete_current(kl_created_paths, cell);
-				kl_free_created(cp);
-			}
-		}
-	}
-}
-
-/*
- * kl_remember_created
- *		Remove this path if the current (sub)transaction aborts.  Called
- *		before the path is created, so that no ERROR can slip in between.
- */
-static void
-kl_remember_created(const char *path, bool is_dir)
-{
-	MemoryContext old;
-	KlCreatedPath *cp;
-
-	if (!kl_bridge_callbacks_registered)
-	{
-		RegisterXactCallback(kl_bridge_xact_callback, NULL);
-		RegisterSubXactCallback(kl_bridge_subxact_callback, NULL);
-		kl_bridge_callbacks_registered = true;
-	}
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	cp = palloc(sizeof(KlCreatedPath));
-	cp->path = pstrdup(path);
-	cp->is_dir = is_dir;
-	cp->subid = GetCurrentSubTransactionId();
-	kl_created_paths = lappend(kl_created_paths, cp);
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * kl_forget_created
- *		The path is gone or moved: nothing to remove for it any more.
- */
-static void
-kl_forget_created(const char *path)
-{
-	ListCell   *cell;
-
-	foreach(cell, kl_created_paths)
-	{
-		KlCreatedPath *cp = lfirst(cell);
-
-		if (strcmp(cp->path, path) == 0)
-		{
-			kl_created_paths = foreach_delete_current(kl_created_paths, cell);
-			kl_free_created(cp);
-		}
-	}
-}
-
-/* ----------------------------------------------------------------
  *		Small helpers
  * ----------------------------------------------------------------
  */
@@ -815,10 +650,10 @@ kl_bridge_mkdir(const char *path)
 {
 	char	   *parent;
 
-	kl_remember_created(path, true);
+	kl_undo_remove_at_abort(path, true, "bridge()");
 	if (mkdir(path, pg_dir_create_mode) != 0)
 	{
-		kl_forget_created(path);
+		kl_undo_forget(path);
 		if (errno == EEXIST)
 			return;
 		ereport(ERROR,
@@ -881,7 +716,7 @@ kl_bridge_open_csv(KlBridge *b)
 	b->tmp_path = MemoryContextStrdup(b->cxt,
 									  psprintf("%s/.tmp-%s-%d-%s.csv", adapter_root,
 											   b->date_text, MyProcPid, rnd_hex));
-	kl_remember_created(b->tmp_path, false);
+	kl_undo_remove_at_abort(b->tmp_path, false, "bridge()");
 	b->tmp_fd = OpenTransientFile(b->tmp_path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
 	if (b->tmp_fd < 0)
 		ereport(ERROR,
@@ -1246,6 +1081,7 @@ kl_bridge_select(KlBridge *b, List *batches)
 		size_t		len;
 
 		MemoryContextSwitchTo(batch_cxt);
+		kl_check_manifest(b->src, batch);
 		kl_reader_open(&reader, b->src, batch, KL_FILE_ACCEPTED);
 		reader.errcallback.previous = error_context_stack;
 		error_context_stack = &reader.errcallback;
@@ -1515,9 +1351,18 @@ kl_bridge_write_file(const char *path, const char *data, size_t len)
 	char	   *tmp = psprintf("%s.tmp", path);
 	int			fd;
 
-	kl_remember_created(tmp, false);
-	kl_remember_created(path, false);
-	fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	kl_undo_remove_at_abort(tmp, false, "bridge()");
+	kl_undo_remove_at_abort(path, false, "bridge()");
+
+	/*
+	 * A stale temporary file is replaced, never opened: whatever is there
+	 * (a FIFO would block open(2) for good) goes first.
+	 */
+	if (unlink(tmp) != 0 && errno != ENOENT)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove stale file \"%s\": %m", tmp)));
+	fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -1537,7 +1382,7 @@ kl_bridge_write_file(const char *path, const char *data, size_t len)
 				 errmsg("could not fsync file \"%s\": %m", tmp)));
 	CloseTransientFile(fd);
 	(void) durable_rename(tmp, path, ERROR);
-	kl_forget_created(tmp);
+	kl_undo_forget(tmp);
 }
 
 /*
@@ -1565,17 +1410,17 @@ kl_bridge_place_adapter(KlBridge *b)
 	kl_bridge_mkdir(date_dir);
 	kl_bridge_mkdir(b->adapter_dir);
 
-	if (stat(b->csv_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == b->csv_bytes)
+	if (lstat(b->csv_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == b->csv_bytes)
 		b->transform_path = b->tmp_path;
 	else
 	{
-		kl_remember_created(b->csv_path, false);
+		kl_undo_remove_at_abort(b->csv_path, false, "bridge()");
 		(void) durable_rename(b->tmp_path, b->csv_path, ERROR);
-		kl_forget_created(b->tmp_path);
+		kl_undo_forget(b->tmp_path);
 		b->tmp_path = NULL;
 		b->transform_path = b->csv_path;
 	}
-	if (stat(provenance_path, &st) != 0)
+	if (lstat(provenance_path, &st) != 0)
 	{
 		char	   *doc = kl_bridge_provenance(b);
 
@@ -1596,7 +1441,7 @@ kl_bridge_drop_temp(KlBridge *b)
 		ereport(WARNING,
 				(errcode_for_file_access(),
 				 errmsg("could not remove file \"%s\": %m", b->tmp_path)));
-	kl_forget_created(b->tmp_path);
+	kl_undo_forget(b->tmp_path);
 	b->tmp_path = NULL;
 }
 
@@ -2602,7 +2447,8 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 	b->tmp_fd = -1;
 	MemoryContextSwitchTo(old);
 
-	/* steps 1 to 4 */
+	/* steps 1 to 4 (the source is not dropped under us) */
+	kl_source_lock(b->src);
 	kl_bridge_lock(b);
 	kl_bridge_step_done(b, "lock");
 	kl_bridge_recover(b);

@@ -31,6 +31,13 @@
  * accepted event_id costs a row, in accepted_events, because its uniqueness
  * (I3) must be enforced by the database across concurrent sessions.
  *
+ * A source is not dropped under a writer: land(), replay(), recover() and
+ * the bridge lock the source's row FOR KEY SHARE before they touch its
+ * files (kl_source_lock), drop_source takes FOR UPDATE before it deletes
+ * anything, and deletes with the newest snapshot, so what a lander
+ * committed while the drop waited goes too (accepted_events has no foreign
+ * key to cascade).  Its files are removed at commit (fileundo.c).
+ *
  * Partition ownership: land() and replay() own a (source, partition) with a
  * transaction-level advisory lock in a lock space of our own (the fourth
  * field of the lock tag is 0x4B4C, "KL", so it cannot collide with a user's
@@ -104,7 +111,8 @@ PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
 #define KL_LOCK_SPACE_GROUP			0x4B47	/* "KG": create_source's group ids */
 
 static void kl_check_partition_snapshot(KlSource *src, int32 partition);
-static void kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values);
+static void kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
+							   int expected);
 
 /* the extension owner, looked up once per transaction */
 static Oid	kl_owner_cache = InvalidOid;
@@ -370,6 +378,30 @@ kl_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
 }
 
 /*
+ * kl_spi_exec_latest
+ *		Run a parameterised statement with the newest snapshot rather than
+ *		the transaction's: it sees what other sessions committed since a
+ *		REPEATABLE READ transaction began, and rows committed by transactions
+ *		we waited for (as PostgreSQL's foreign key checks do); ERROR unless
+ *		it returns expected.
+ */
+static void
+kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values, int expected)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	CommandCounterIncrement();
+	rc = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  expected == SPI_OK_SELECT, true, 0);
+	if (rc != expected)
+		elog(ERROR, "unexpected SPI result %s for: %s", SPI_result_code_string(rc), sql);
+	SPI_freeplan(plan);
+}
+
+/*
  * kl_source_lookup
  *		The source of that name; ERROR when there is none.
  */
@@ -424,6 +456,43 @@ kl_source_arg(FunctionCallInfo fcinfo, int argno)
 {
 	kl_check_not_null(fcinfo, argno, "source", NULL);
 	return kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
+}
+
+/*
+ * kl_source_lock
+ *		Keep a source from being dropped until the end of the transaction,
+ *		and finish what an interrupted drop left of its directory.  Every
+ *		function that writes a source's files (land, replay, recover, the
+ *		bridge) calls it before it touches them.
+ *
+ *		The lock is FOR KEY SHARE on the source's row, the lock the foreign
+ *		keys of batches take anyway; drop_source takes FOR UPDATE first and
+ *		so waits for every such transaction, and one that starts while a
+ *		drop is open waits for the drop and then finds the source gone.
+ */
+void
+kl_source_lock(KlSource *src)
+{
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(src->source_id)};
+	char	   *root = pstrdup(src->dir);
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 FOR KEY SHARE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		kl_catalog_end(cs);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source \"%s\" does not exist", src->source),
+				 errdetail("It was dropped while this call waited for it."),
+				 errhint("The existing sources are listed in kafka_lake.sources.")));
+	}
+	kl_catalog_end(cs);
+	get_parent_directory(root);
+	kl_settle_displaced(root, src->source);
 }
 
 /*
@@ -597,7 +666,11 @@ kl_catalog_relid(const char *relname)
 /*
  * kl_mark_known_events
  *		Mark as duplicates the candidates whose event_id is already accepted
- *		in the catalog.  Returns how many candidates remain.
+ *		in the catalog at another coordinate; a candidate whose event_id the
+ *		catalog holds at its own coordinate is that same event (a batch
+ *		adopted again after the catalog lost its row, a coordinate landed
+ *		again after its batch was forgotten): it stays accepted, already
+ *		reserved.  Returns how many candidates remain to be inserted.
  *
  *		One probe of the primary key per candidate, straight through the
  *		index: a query with "= ANY (array)" lets the planner scan every
@@ -606,7 +679,7 @@ kl_catalog_relid(const char *relname)
  *		sessions committed and what this transaction inserted.
  */
 static int
-kl_mark_known_events(KlSource *src, KlRecord *recs, int n)
+kl_mark_known_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 {
 	Relation	rel;
 	Relation	idx;
@@ -627,7 +700,7 @@ kl_mark_known_events(KlSource *src, KlRecord *recs, int n)
 	{
 		KlRecord   *r = &recs[i];
 
-		if (r->status != KL_STATUS_ACCEPTED)
+		if (r->status != KL_STATUS_ACCEPTED || r->reserved)
 			continue;
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -637,10 +710,17 @@ kl_mark_known_events(KlSource *src, KlRecord *recs, int n)
 		if (index_getnext_slot(scan, ForwardScanDirection, slot))
 		{
 			bool		isnull;
+			int32		p = DatumGetInt32(slot_getattr(slot, 3, &isnull));
+			int64		offset = DatumGetInt64(slot_getattr(slot, 4, &isnull));
 
-			r->status = KL_STATUS_DUPLICATE;
-			r->dup_partition = DatumGetInt32(slot_getattr(slot, 3, &isnull));
-			r->dup_offset = DatumGetInt64(slot_getattr(slot, 4, &isnull));
+			if (p == partition && offset == r->offset)
+				r->reserved = true;
+			else
+			{
+				r->status = KL_STATUS_DUPLICATE;
+				r->dup_partition = p;
+				r->dup_offset = offset;
+			}
 		}
 		else
 			remaining++;
@@ -710,7 +790,7 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	order = palloc(sizeof(KlRecord *) * n);
 	for (int i = 0; i < n; i++)
 	{
-		if (recs[i].status == KL_STATUS_ACCEPTED)
+		if (recs[i].status == KL_STATUS_ACCEPTED && !recs[i].reserved)
 			order[ncand++] = &recs[i];
 	}
 	qsort(order, ncand, sizeof(KlRecord *), kl_record_key_cmp);
@@ -818,11 +898,23 @@ kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	/* usually every candidate is new: insert first, look up only on conflict */
 	if (!kl_try_insert_events(src, partition, recs, n))
 	{
-		while (kl_mark_known_events(src, recs, n) > 0 &&
+		while (kl_mark_known_events(src, partition, recs, n) > 0 &&
 			   !kl_try_insert_events(src, partition, recs, n))
 			CHECK_FOR_INTERRUPTS();
 	}
 	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_has_manifest_checks
+ *		Does kafka_lake.batches record the manifest's size and CRC-32C
+ *		(version 1.1 on)?  A database still at 1.0, before ALTER EXTENSION
+ *		UPDATE, does not; its readers check the manifest by its SHA-256.
+ */
+bool
+kl_catalog_has_manifest_checks(void)
+{
+	return get_attnum(kl_catalog_relid("batches"), "manifest_crc32c") != InvalidAttrNumber;
 }
 
 /*
@@ -833,11 +925,12 @@ void
 kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *recs, int n)
 {
 	KlCatalogSave cs;
-	Oid			btypes[18] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
+	Oid			btypes[20] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
 		INT4OID, INT4OID, INT4OID, INT4OID, DATEOID, DATEOID,
-	INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID};
-	Datum		bvalues[18];
-	char		bnulls[18];
+		INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID,
+	INT8OID, INT8OID};
+	Datum		bvalues[20];
+	char		bnulls[20];
 	Datum		fb[KL_NFILES],
 				fl[KL_NFILES],
 				fc[KL_NFILES],
@@ -911,14 +1004,27 @@ kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *r
 	cvalues[6] = PointerGetDatum(fps);
 	cvalues[8] = CStringGetTextDatum(b->batch_id);
 
+	bvalues[18] = Int64GetDatum(b->manifest_bytes);
+	bvalues[19] = Int64GetDatum((int64) b->manifest_crc32c);
+
 	cs = kl_catalog_begin();
-	kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
-				" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
-				" quarantine_count, min_business_date, max_business_date, file_bytes,"
-				" file_lines, file_crc32c, file_sha256, manifest_sha256, landed_by)"
-				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
-				" $15, $16, $17, $18)",
-				18, btypes, bvalues, bnulls, SPI_OK_INSERT);
+	if (kl_catalog_has_manifest_checks())
+		kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
+					" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
+					" quarantine_count, min_business_date, max_business_date, file_bytes,"
+					" file_lines, file_crc32c, file_sha256, manifest_sha256, landed_by,"
+					" manifest_bytes, manifest_crc32c)"
+					" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+					" $15, $16, $17, $18, $19, $20)",
+					20, btypes, bvalues, bnulls, SPI_OK_INSERT);
+	else
+		kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
+					" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
+					" quarantine_count, min_business_date, max_business_date, file_bytes,"
+					" file_lines, file_crc32c, file_sha256, manifest_sha256, landed_by)"
+					" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+					" $15, $16, $17, $18)",
+					18, btypes, bvalues, bnulls, SPI_OK_INSERT);
 	cvalues[7] = CStringGetTextDatum(statuses);
 	kl_spi_exec("INSERT INTO kafka_lake.coordinates (source_id, topic, partition, offsets,"
 				" batch_id, offset_list, fingerprints, statuses)"
@@ -1071,7 +1177,7 @@ kl_check_partition_snapshot(KlSource *src, int32 partition)
 	for (int i = 0; i < 2; i++)
 		mine[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 											  i + 1, &isnull));
-	kl_spi_exec_latest(sql, 3, types, values);
+	kl_spi_exec_latest(sql, 3, types, values, SPI_OK_SELECT);
 	for (int i = 0; i < 2; i++)
 		latest[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												i + 1, &isnull));
@@ -1190,6 +1296,7 @@ kl_source_dir_is_ours(const char *dir)
 	char		path[MAXPGPATH];
 	char		expected[NAMEDATALEN + 64];
 	char		found[NAMEDATALEN + 64];
+	struct stat st;
 	int			fd;
 	ssize_t		n;
 
@@ -1198,9 +1305,15 @@ kl_source_dir_is_ours(const char *dir)
 		return false;
 	snprintf(path, sizeof(path), "%s/" KL_SOURCE_MARKER, dir);
 	snprintf(expected, sizeof(expected), KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
-	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	/* a regular file only: a FIFO put there must not block the backend */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY, 0);
 	if (fd < 0)
 		return false;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		close(fd);
+		return false;
+	}
 	n = read(fd, found, sizeof(found) - 1);
 	close(fd);
 	if (n < 0)
@@ -1250,9 +1363,16 @@ kl_claim_source_dir(const char *dir, const char *source)
 	char	   *expected = kl_source_marker_line(source);
 	size_t		len;
 	char	   *found;
+	const char *not_regular;
 
 	kl_make_dirs(dir);
-	found = kl_read_whole_file(marker, &len);
+	found = kl_read_whole_file(marker, &len, &not_regular);
+	if (found == NULL && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("source marker \"%s\" is not a regular file", marker),
+				 errdetail("It is %s; kafka_lake writes this file itself.", not_regular),
+				 errhint("Remove \"%s\"; create_source() then writes it again.", marker)));
 	if (found != NULL)
 	{
 		if (strcmp(found, expected) != 0)
@@ -1300,29 +1420,6 @@ kl_lock_group_id(const char *group_id)
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
 						 KL_LOCK_SPACE_GROUP);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
-/*
- * kl_spi_exec_latest
- *		Run a read-only statement with the latest snapshot rather than the
- *		transaction's: it sees what other sessions committed since a
- *		REPEATABLE READ transaction began (as PostgreSQL's foreign key checks
- *		do).
- */
-static void
-kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-	int			rc;
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for: %s", sql);
-	CommandCounterIncrement();
-	rc = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							  true, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "unexpected SPI result %s for: %s", SPI_result_code_string(rc), sql);
-	SPI_freeplan(plan);
 }
 
 /*
@@ -1399,7 +1496,7 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	/* one group, one source: checked under a lock, against what is committed now */
 	kl_lock_group_id(group_id);
 	kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $1 ORDER BY source LIMIT 1",
-					   1, types + 3, values + 3);
+					   1, types + 3, values + 3, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -1419,6 +1516,13 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("source \"%s\" already exists", source),
 				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
+	/*
+	 * A directory this transaction is to remove at commit (the same name
+	 * dropped with drop_landing => true) is moved out of the way first, so
+	 * that the removal takes only what the dropped source owned.
+	 */
+	kl_settle_displaced(root, source);
+	(void) kl_undo_displace(psprintf("%s/%s", root, source), root, source);
 	kl_claim_source_dir(psprintf("%s/%s", root, source), source);
 
 	initStringInfo(&sql);
@@ -1478,14 +1582,39 @@ kafka_lake_drop_source(PG_FUNCTION_ARGS)
 					 errhint("Drop the source with drop_landing => false and remove the directory by hand if it is no longer needed.")));
 	}
 
+	/*
+	 * First wait for every transaction that lands, replays, recovers or
+	 * bridges this source (they hold FOR KEY SHARE on its row: see
+	 * kl_source_lock), and keep new ones out.  Only then delete, with the
+	 * newest snapshot, so that what such a transaction committed while we
+	 * waited goes too: accepted_events has no foreign key that would
+	 * cascade.
+	 */
 	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 FOR UPDATE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		kl_catalog_end(cs);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source \"%s\" does not exist", src->source),
+				 errdetail("Another session dropped it while this call waited for it.")));
+	}
+	/* what an interrupted drop left of the directory comes back first */
+	{
+		char	   *root = pstrdup(src->dir);
+
+		get_parent_directory(root);
+		kl_settle_displaced(root, src->source);
+	}
 	kl_spi_exec(psprintf("DROP FOREIGN TABLE IF EXISTS kafka_lake.%s",
 						 quote_identifier(psprintf("%s_records", src->source))),
 				0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	kl_spi_exec("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1",
-				1, types, values, NULL, SPI_OK_DELETE);
-	kl_spi_exec("DELETE FROM kafka_lake.coordinates WHERE source_id = $1",
-				1, types, values, NULL, SPI_OK_DELETE);
+	kl_spi_exec_latest("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1",
+					   1, types, values, SPI_OK_DELETE);
+	kl_spi_exec_latest("DELETE FROM kafka_lake.coordinates WHERE source_id = $1",
+					   1, types, values, SPI_OK_DELETE);
 	kl_spi_exec("DELETE FROM kafka_lake.sources WHERE source_id = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
 	kl_catalog_end(cs);
@@ -1493,10 +1622,13 @@ kafka_lake_drop_source(PG_FUNCTION_ARGS)
 	/*
 	 * Files go last, once the catalog is gone: if the transaction aborts
 	 * after this point the catalog comes back and recover() would find the
-	 * files missing, so removal is deferred to commit.
+	 * files missing, so removal is deferred to commit (fileundo.c; a
+	 * create_source of the same name later in this transaction moves the
+	 * doomed directory out of its way).
 	 */
 	if (drop_landing)
-		kl_remove_tree_at_commit(src->dir);
+		kl_undo_remove_tree_at_commit(src->dir, src->source_id,
+									  "drop_source(drop_landing => true)");
 
 	PG_RETURN_VOID();
 }

@@ -193,9 +193,18 @@ kl_csv_append_row(StringInfo out, const KlCsvValue *values)
 void
 kl_csv_open(KlCsvReader *r, const char *path)
 {
+	const char *not_regular;
+
 	memset(r, 0, sizeof(*r));
 	r->path = pstrdup(path);
-	r->fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	/* a file of the landing: only a regular file, never blocking (recover.c) */
+	r->fd = kl_open_landed(path, &not_regular);
+	if (r->fd < 0 && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("\"%s\" is not a regular file", path),
+				 errdetail("It is %s.", not_regular),
+				 errhint("Remove it; the next bridge() of its date writes it again.")));
 	if (r->fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),

@@ -223,6 +223,7 @@ typedef struct KlScanState
 	ListCell   *next_batch;
 	KlBatchRef *batch;			/* current batch */
 	int			file;			/* current file, or -1 before the first */
+	bool		manifest_checked;	/* the current batch's manifest is */
 	bool		file_open;
 	KlFileReader reader;
 	char	   *buffer;			/* the file, reused from file to file */
@@ -1591,6 +1592,7 @@ kl_next_file(KlScanState *st)
 			st->batch_index = list_cell_number(st->batches, st->next_batch);
 			st->next_batch = lnext(st->batches, st->next_batch);
 			st->file = -1;
+			st->manifest_checked = false;
 		}
 		st->file++;
 		if (!kl_scan_reads_file(st, st->batch, st->file))
@@ -1598,6 +1600,12 @@ kl_next_file(KlScanState *st)
 		{
 			MemoryContext old = MemoryContextSwitchTo(st->scan_cxt);
 
+			/* a batch that disagrees with its manifest is refused whole */
+			if (!st->manifest_checked)
+			{
+				kl_check_manifest(st->src, st->batch);
+				st->manifest_checked = true;
+			}
 			kl_reader_open_buffer(&st->reader, st->src, st->batch, st->file,
 								  &st->buffer, &st->buffer_size);
 			if (st->batch_id_datums[st->batch_index] == (Datum) 0)

@@ -271,6 +271,8 @@ typedef struct KlRecord
 	size_t		value_len;
 	uint8		fingerprint[KL_SHA256_LEN];
 	char		status;			/* KL_STATUS_* */
+	bool		reserved;		/* accepted, and accepted_events already holds
+								 * its event_id at this very coordinate */
 	KlEvent		event;			/* valid for accepted and duplicates */
 	pg_uuid_t	event_key;		/* ditto */
 	const char *validation_error;	/* quarantined */
@@ -304,6 +306,8 @@ typedef struct KlLandedBatch
 	DateADT		max_date;
 	KlFileInfo	files[KL_NFILES];
 	char		manifest_sha256[KL_SHA256_HEX_LEN + 1];
+	int64		manifest_bytes; /* size and CRC-32C of manifest.json */
+	uint32		manifest_crc32c;
 	char	   *path;			/* final directory */
 	const char *landed_by;		/* land, replay or recover */
 } KlLandedBatch;
@@ -336,6 +340,7 @@ extern void kl_check_server_usage(ForeignServer *server);
 extern bool kl_source_dir_is_ours(const char *dir);
 extern KlSource *kl_source_lookup(const char *name);
 extern KlSource *kl_source_arg(FunctionCallInfo fcinfo, int argno);
+extern void kl_source_lock(KlSource *src);
 typedef struct KlCatalogSave
 {
 	Oid			userid;			/* the caller's user id and security context */
@@ -350,6 +355,7 @@ extern void kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id);
 extern int64 kl_catalog_remembered_offset(KlSource *src, int32 partition);
 extern KlDurable *kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last);
 extern void kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n);
+extern bool kl_catalog_has_manifest_checks(void);
 extern void kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b,
 									const KlRecord *recs, int n);
 extern void kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset,
@@ -372,7 +378,13 @@ extern void kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
 						  KlLandedBatch *out);
 extern void kl_make_dirs(const char *path);
 extern void kl_remove_tree(const char *path);
-extern void kl_remove_tree_at_commit(const char *path);
+
+/* ---------- in fileundo.c ---------- */
+extern void kl_undo_remove_at_abort(const char *path, bool is_dir, const char *origin);
+extern void kl_undo_forget(const char *path);
+extern void kl_undo_remove_tree_at_commit(const char *path, int32 source_id, const char *origin);
+extern bool kl_undo_displace(const char *dir, const char *root, const char *source);
+extern void kl_settle_displaced(const char *root, const char *source);
 
 /* ---------- in reader.c ---------- */
 
@@ -398,6 +410,9 @@ typedef struct KlBatchRef
 	int64		first_offset;
 	int64		last_offset;
 	KlFileInfo	files[KL_NFILES];	/* bytes, lines, crc32c */
+	char		manifest_sha256[KL_SHA256_HEX_LEN + 1];
+	int64		manifest_bytes; /* -1: not recorded (landed by 1.0) */
+	uint32		manifest_crc32c;
 	int			counts[KL_NFILES];	/* records per status */
 	char	   *demoted_statuses;	/* statuses, only when one is 'D' */
 	int64	   *offset_list;	/* when the range has gaps and it is needed */
@@ -450,6 +465,7 @@ extern bool kl_bounds_empty(const KlBounds *bounds);
 extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds,
 									 bool want_fingerprints, int64 *total);
 extern int	kl_batch_coordinate_index(const KlBatchRef *b, int64 offset);
+extern void kl_check_manifest(KlSource *src, const KlBatchRef *b);
 extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file);
 extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file,
 								  char **buffer, size_t *buffer_size);
@@ -462,7 +478,10 @@ extern void kl_line_parse(KlLine *line, const char *text, size_t len, int want);
 extern void kl_check_source_read(const char *source, Oid relid, Oid userid);
 
 /* ---------- in recover.c ---------- */
-extern char *kl_read_whole_file(const char *path, size_t *len);
+extern const char *kl_file_kind(mode_t mode);
+extern int	kl_open_landed(const char *path, const char **not_regular);
+extern char *kl_landed_open_problem(const char *not_regular);
+extern char *kl_read_whole_file(const char *path, size_t *len, const char **not_regular);
 extern int	kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out,
 								 TupleDesc desc);
 extern void kl_read_manifest(const char *batch_dir, KlLandedBatch *b,

@@ -718,6 +718,7 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 
 	call->src = kl_source_lookup(source);
 	call->timeout_ms = timeout_ms;
+	kl_source_lock(call->src);
 	call->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	kl_init_materialized_srf(fcinfo);
 	call->out = rsinfo->setResult;

@@ -43,7 +43,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access/xact.h"
 #include "common/base64.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
@@ -75,16 +74,6 @@ typedef struct KlOutFile
 	uint32		crc;
 	KlFileInfo	info;
 } KlOutFile;
-
-/* trees to remove when the transaction commits (drop_source) */
-typedef struct KlPendingRemoval
-{
-	char	   *path;
-	SubTransactionId subid;		/* the subtransaction that asked for it */
-} KlPendingRemoval;
-
-static List *kl_trees_to_remove = NIL;
-static bool kl_remove_callback_registered = false;
 
 /*
  * kl_landing_root
@@ -148,17 +137,20 @@ kl_make_dirs(const char *path)
 
 /*
  * kl_remove_tree
- *		rm -rf of a directory inside a source directory of this database (no
- *		symlinks are followed).  Anything else is left alone, with a WARNING:
- *		nothing outside a source's own directory is ever removed.
+ *		rm -rf of a source directory of this database, or of a directory
+ *		inside one (no symlinks are followed).  Anything else is left alone,
+ *		with a WARNING: nothing outside a source's own directory is ever
+ *		removed.  A source directory is one that carries this database's
+ *		marker of the source it is named after (kl_source_dir_is_ours), also
+ *		when fileundo.c has moved it aside under .kafka_lake_dropped.
  */
 void
 kl_remove_tree(const char *path)
 {
 	char	   *ancestor = pstrdup(path);
-	bool		inside = false;
+	bool		inside = kl_source_dir_is_ours(path);
 
-	for (;;)
+	while (!inside)
 	{
 		char	   *before = pstrdup(ancestor);
 		bool		top;
@@ -168,11 +160,7 @@ kl_remove_tree(const char *path)
 		pfree(before);
 		if (top)
 			break;
-		if (kl_source_dir_is_ours(ancestor))
-		{
-			inside = true;
-			break;
-		}
+		inside = kl_source_dir_is_ours(ancestor);
 	}
 	pfree(ancestor);
 	if (!inside)
@@ -187,114 +175,6 @@ kl_remove_tree(const char *path)
 		ereport(WARNING,
 				(errcode_for_file_access(),
 				 errmsg("could not remove directory \"%s\" completely", path)));
-}
-
-/*
- * kl_remove_source_dir
- *		rm -rf of a source's directory, only when it carries this database's
- *		marker of that source (see kl_source_dir_is_ours); otherwise it is
- *		left alone with a WARNING.  Runs when a transaction commits, so it
- *		never raises an ERROR.
- */
-static void
-kl_remove_source_dir(const char *dir)
-{
-	struct stat st;
-
-	if (stat(dir, &st) != 0)
-		return;
-	if (!kl_source_dir_is_ours(dir))
-	{
-		ereport(WARNING,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("not removing \"%s\": it does not carry this database's kafka_lake source marker",
-						dir)));
-		return;
-	}
-	if (!rmtree(dir, true))
-		ereport(WARNING,
-				(errcode_for_file_access(),
-				 errmsg("could not remove directory \"%s\" completely", dir)));
-}
-
-/*
- * kl_remove_at_commit_callback
- *		Remove the trees queued by kl_remove_tree_at_commit once the
- *		transaction has committed; forget them if it aborts.
- */
-static void
-kl_remove_at_commit_callback(XactEvent event, void *arg)
-{
-	ListCell   *cell;
-
-	if (event == XACT_EVENT_COMMIT)
-	{
-		foreach(cell, kl_trees_to_remove)
-		{
-			KlPendingRemoval *r = lfirst(cell);
-
-			kl_remove_source_dir(r->path);
-		}
-	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
-	{
-		list_free_deep(kl_trees_to_remove);
-		kl_trees_to_remove = NIL;
-	}
-}
-
-/*
- * kl_remove_at_subxact_callback
- *		A savepoint rolled back takes its removals with it; one released
- *		hands them to its parent.
- */
-static void
-kl_remove_at_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-							  SubTransactionId parentSubid, void *arg)
-{
-	ListCell   *cell;
-
-	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
-		return;
-	foreach(cell, kl_trees_to_remove)
-	{
-		KlPendingRemoval *r = lfirst(cell);
-
-		if (r->subid != mySubid)
-			continue;
-		if (event == SUBXACT_EVENT_COMMIT_SUB)
-			r->subid = parentSubid;
-		else
-		{
-			kl_trees_to_remove = foreach_delete_current(kl_trees_to_remove, cell);
-			pfree(r->path);
-			pfree(r);
-		}
-	}
-}
-
-/*
- * kl_remove_tree_at_commit
- *		Remove a source's directory once the transaction has committed
- *		(unless the savepoint that asked for it is rolled back, or the
- *		directory no longer carries this database's marker then).
- */
-void
-kl_remove_tree_at_commit(const char *path)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	KlPendingRemoval *r = palloc(sizeof(KlPendingRemoval));
-
-	r->path = pstrdup(path);
-	r->subid = GetCurrentSubTransactionId();
-	kl_trees_to_remove = lappend(kl_trees_to_remove, r);
-	MemoryContextSwitchTo(old);
-	if (!kl_remove_callback_registered)
-	{
-		RegisterXactCallback(kl_remove_at_commit_callback, NULL);
-		RegisterSubXactCallback(kl_remove_at_subxact_callback, NULL);
-		kl_remove_callback_registered = true;
-	}
 }
 
 /*
@@ -795,6 +675,8 @@ kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBat
 	appendStringInfoString(doc, "\n}\n");
 	kl_out_close(&mf);
 	strlcpy(out->manifest_sha256, mf.info.sha256, sizeof(out->manifest_sha256));
+	out->manifest_bytes = mf.info.bytes;
+	out->manifest_crc32c = mf.info.crc32c;
 
 	/* the staging directory's entries are durable */
 	fsync_fname(staging, true);

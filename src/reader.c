@@ -11,12 +11,22 @@
  * business_date and batch_id are applied in that catalog query, before any
  * file is opened.
  *
+ * Checking a batch before it is used: its manifest.json must be the file the
+ * catalog recorded when the batch landed (size and CRC-32C, or the SHA-256
+ * for a batch landed by 1.0: kl_check_manifest), once per batch, before any
+ * of its files.  A batch that disagrees with its manifest is refused whole
+ * (I5), even though the rows come from the data files: a manifest that is
+ * gone or edited means the batch was tampered with, and recover() could no
+ * longer adopt it.
+ *
  * Checking a file before its rows are used: the file is read whole into
  * memory (a batch is bounded by kafka_lake.batch_max_bytes), its size, line
  * count and CRC-32C are compared with the catalog's copy of the manifest,
  * and only then are lines handed out.  A missing, truncated, extended or
  * edited file is an ERROR with SQLSTATE XX001 that names the batch and the
- * file; nothing of it is returned.  (SHA-256, ten times slower, is
+ * file; nothing of it is returned.  So is anything in its place that is not
+ * a regular file: files are opened by kl_open_landed (recover.c), which
+ * never follows a symbolic link and never blocks in open(2).  (SHA-256, ten times slower, is
  * verify()'s job; see digest.c.)  A caller that reads many files passes a
  * buffer of its own (kl_reader_open_buffer), which is reused from file to
  * file instead of being allocated, faulted in and freed for each.
@@ -57,6 +67,7 @@
 #include "kafka_lake.h"
 
 #define KL_READ_CHUNK	(16 * 1024 * 1024)
+#define KL_MANIFEST_CHUNK	(256 * 1024)
 
 /*
  * kl_bounds_init
@@ -152,7 +163,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
-					 " b.min_business_date, b.max_business_date"
+					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -165,6 +176,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 " ORDER BY b.partition, b.first_offset",
 					 want_fingerprints ? "true" : "false",
 					 want_fingerprints ? "c.fingerprints" : "NULL::bytea",
+					 kl_catalog_has_manifest_checks() ?
+					 "b.manifest_bytes, b.manifest_crc32c" : "NULL::bigint, NULL::bigint",
 					 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
 					 bounds->files[KL_FILE_DUPLICATES] ?
 					 "b.duplicate_count > 0 OR pg_catalog.strpos(c.statuses, 'D') > 0" : "false",
@@ -234,6 +247,15 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 			d = SPI_getbinval(tup, desc, 16, &isnull);
 			b->max_date = isnull ? b->min_date : DatumGetDateADT(d);
 		}
+		strlcpy(b->manifest_sha256, TextDatumGetCString(SPI_getbinval(tup, desc, 17, &isnull)),
+				sizeof(b->manifest_sha256));
+		d = SPI_getbinval(tup, desc, 18, &isnull);
+		b->manifest_bytes = isnull ? -1 : DatumGetInt64(d);
+		d = SPI_getbinval(tup, desc, 19, &isnull);
+		if (isnull)
+			b->manifest_bytes = -1;
+		else
+			b->manifest_crc32c = (uint32) DatumGetInt64(d);
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}
@@ -309,8 +331,8 @@ kl_file_error_callback(void *arg)
 static int
 kl_corrupt_hint(const char *source)
 {
-	return errhint("Landed files never change. Run kafka_lake.verify('%s') to list every damaged batch, then restore them from a backup or land their offsets again with kafka_lake.replay().",
-				   source);
+	return errhint("Landed files never change. Run kafka_lake.verify('%s'): it lists every damaged batch with what to do (restore it from a backup, or move it out of the landing directory, run kafka_lake.recover('%s') and land its offsets again with kafka_lake.replay()).",
+				   source, source);
 }
 
 /*
@@ -328,6 +350,7 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int f
 	char	   *path = psprintf("%s/batch=%s/%s", dir, b->batch_id, kl_file_names[file]);
 	const KlFileInfo *expect = &b->files[file];
 	int			fd;
+	const char *not_regular;
 	struct stat st;
 	size_t		done = 0;
 	int64		lines = 0;
@@ -340,7 +363,14 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int f
 	r->file = file;
 	r->path = path;
 
-	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	fd = kl_open_landed(path, &not_regular);
+	if (fd < 0 && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" is not a regular file",
+						kl_file_names[file], b->batch_id, src->source),
+				 errdetail("\"%s\" is %s.", path, not_regular),
+				 kl_corrupt_hint(src->source)));
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -415,6 +445,104 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int f
 	r->pos = r->data;
 	r->errcallback.callback = kl_file_error_callback;
 	r->errcallback.arg = r;
+}
+
+/*
+ * kl_check_manifest
+ *		A batch agrees with its manifest, or ERROR (XX001): manifest.json is
+ *		there, a regular file, and it is the file the catalog recorded when
+ *		the batch landed: its size and CRC-32C (what the data files are
+ *		checked by, too), or its SHA-256 for a batch recorded without them
+ *		(landed by kafka_lake 1.0).  The foreign table and the bridge call it
+ *		once per batch before they use any of its files.  The manifest is
+ *		read in chunks, never held whole.
+ */
+void
+kl_check_manifest(KlSource *src, const KlBatchRef *b)
+{
+	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *path = psprintf("%s/batch=%s/manifest.json", dir, b->batch_id);
+	const char *not_regular;
+	int			fd = kl_open_landed(path, &not_regular);
+	struct stat st;
+	bool		by_crc = (b->manifest_bytes >= 0);
+	KlSha256   *sha = by_crc ? NULL : kl_sha256_create();
+	uint32		crc = KL_CRC32C_INIT;
+	char	   *buf;
+	int64		done = 0;
+	bool		same;
+
+	pfree(dir);
+	if (fd < 0 && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" is not a regular file",
+						b->batch_id, src->source),
+				 errdetail("\"%s\" is %s.", path, not_regular),
+				 kl_corrupt_hint(src->source)));
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" is missing",
+						b->batch_id, src->source),
+				 errdetail("Could not open \"%s\": %m.", path),
+				 kl_corrupt_hint(src->source)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path),
+				 errhint("Check the permissions of kafka_lake.landing_dir.")));
+	if (by_crc && st.st_size != b->manifest_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
+						b->batch_id, src->source),
+				 errdetail("It has %lld bytes; the catalog recorded %lld when the batch landed.",
+						   (long long) st.st_size, (long long) b->manifest_bytes),
+				 kl_corrupt_hint(src->source)));
+
+	buf = palloc(KL_MANIFEST_CHUNK);
+	for (;;)
+	{
+		ssize_t		n = read(fd, buf, KL_MANIFEST_CHUNK);
+
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", path),
+					 errhint("Check the file system of kafka_lake.landing_dir.")));
+		if (n == 0)
+			break;
+		if (by_crc)
+			crc = kl_crc32c(crc, buf, n);
+		else
+			kl_sha256_update(sha, buf, n);
+		done += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	CloseTransientFile(fd);
+	pfree(buf);
+	if (by_crc)
+		same = (done == b->manifest_bytes && kl_crc32c_final(crc) == b->manifest_crc32c);
+	else
+	{
+		uint8		digest[KL_SHA256_LEN];
+		char		hex[KL_SHA256_HEX_LEN + 1];
+
+		kl_sha256_final(sha, digest);
+		kl_hex(digest, KL_SHA256_LEN, hex);
+		same = (strcmp(hex, b->manifest_sha256) == 0);
+	}
+	if (!same)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
+						b->batch_id, src->source),
+				 errdetail(by_crc ?
+						   "Its CRC-32C differs from the one the catalog recorded when the batch landed: it was edited." :
+						   "Its SHA-256 differs from the one the catalog recorded when the batch landed: it was edited."),
+				 kl_corrupt_hint(src->source)));
+	pfree(path);
 }
 
 /*

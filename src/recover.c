@@ -18,12 +18,35 @@
  * land(), replay() and the bridge run this for each partition they own
  * before anything else; kafka_lake.recover() runs it for the whole source.
  *
+ * The other way round, only kafka_lake.recover() acts: a batch the catalog
+ * lists whose directory is gone (a damaged batch moved away, a deleted one)
+ * is forgotten, with the event_ids it reserved, so that replay() can land
+ * its offsets again from the broker.  That is never done on the way by
+ * land(), and not at all while the source's directory or its marker is
+ * missing: a landing directory that is not mounted must not empty the
+ * catalog.
+ *
+ * What lies in a partition directory under a batch's name but cannot be a
+ * batch (a file, a FIFO, an empty directory, a name that is no batch id)
+ * was not made by a rename of a complete staging directory, so it holds no
+ * landed data: it never stops a partition; it is reported (a WARNING,
+ * "skipped_stray", verify()'s "stray_entry") and left for the operator.  A
+ * non-empty directory under a batch id that cannot be adopted may be a
+ * damaged batch: that stops the partition with XX001, and the hint (and
+ * verify()'s "not_adoptable" row) says what works: move it away, replay its
+ * offsets.  verify() says what to do for every problem it reports.
+ *
+ * Nothing of the landing is opened unless it is a regular file, and open(2)
+ * never blocks (kl_open_landed).
+ *
  * An adopted batch may claim as accepted an event_id that another batch
  * accepted meanwhile (possible only when the adopted batch's transaction
  * aborted while a concurrent session waited on its event_id).  The file is
  * immutable, so the catalog records that coordinate as 'D': accepted on
  * disk, a duplicate for every reader (the foreign table and the bridge skip
- * it), and recover() reports it.
+ * it), and recover() reports it.  An event_id that accepted_events holds at
+ * the adopted coordinate itself is that same event (the catalog lost the
+ * batch's row but kept its reservation): it stays accepted.
  *
  * IDENTIFICATION
  *	  src/recover.c
@@ -37,6 +60,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -49,17 +73,110 @@
 
 PG_FUNCTION_INFO_V1(kafka_lake_recover);
 PG_FUNCTION_INFO_V1(kafka_lake_verify);
+PG_FUNCTION_INFO_V1(kafka_lake_verify_1_1);
 
 #define KL_READ_CHUNK	(1024 * 1024)
 
 /*
- * kl_read_whole_file
- *		Read a file into memory; NULL (with errno) when it cannot be opened.
+ * kl_file_kind
+ *		What a file that is not a regular file is, for messages.
+ */
+const char *
+kl_file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISLNK(mode))
+		return "a symbolic link";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "not a regular file";
+}
+
+/*
+ * kl_open_landed
+ *		Open a file of the landing for reading.  Nothing in the landing
+ *		that is not a regular file is ever opened, and open(2) never
+ *		blocks: opening a FIFO for reading waits for a writer, in a sleep
+ *		that PostgreSQL's signals do not interrupt (they restart it), so a
+ *		FIFO planted where a landed file belongs would hang the backend for
+ *		good.  Hence lstat first, then O_NONBLOCK | O_NOFOLLOW (a FIFO or a
+ *		symbolic link swapped in after the lstat is refused at once), then
+ *		fstat of what was opened.
+ *
+ *		Returns the descriptor (OpenTransientFile: an ERROR closes it), or
+ *		-1 with errno set when there is no such file, or -1 with
+ *		*not_regular set to what the path is instead.
+ */
+int
+kl_open_landed(const char *path, const char **not_regular)
+{
+	struct stat st;
+	int			fd;
+	int			flags;
+
+	*not_regular = NULL;
+	if (lstat(path, &st) != 0)
+		return -1;
+	if (!S_ISREG(st.st_mode))
+	{
+		*not_regular = kl_file_kind(st.st_mode);
+		return -1;
+	}
+	fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
+	if (fd < 0)
+	{
+		if (errno == ELOOP)
+			*not_regular = "a symbolic link";
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		int			save = errno;
+		bool		regular = S_ISREG(st.st_mode);
+
+		CloseTransientFile(fd);
+		if (!regular)
+			*not_regular = kl_file_kind(st.st_mode);
+		errno = save;
+		return -1;
+	}
+	/* reads of a regular file never block; clear the flag all the same */
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		(void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+}
+
+/*
+ * kl_landed_open_problem
+ *		Why kl_open_landed returned -1, as the end of a sentence: "is
+ *		missing", "is not a regular file (it is a FIFO)", ...
  */
 char *
-kl_read_whole_file(const char *path, size_t *len)
+kl_landed_open_problem(const char *not_regular)
 {
-	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (not_regular != NULL)
+		return psprintf("is not a regular file (it is %s)", not_regular);
+	if (errno == ENOENT)
+		return pstrdup("is missing");
+	return psprintf("cannot be opened: %m");
+}
+
+/*
+ * kl_read_whole_file
+ *		Read a file of the landing into memory (see kl_open_landed).  NULL
+ *		when it cannot be opened (errno set) or is not a regular file
+ *		(*not_regular set).
+ */
+char *
+kl_read_whole_file(const char *path, size_t *len, const char **not_regular)
+{
+	int			fd = kl_open_landed(path, not_regular);
 	struct stat st;
 	char	   *buf;
 	size_t		done = 0;
@@ -86,6 +203,7 @@ kl_read_whole_file(const char *path, size_t *len)
 		if (n == 0)
 			break;
 		done += n;
+		CHECK_FOR_INTERRUPTS();
 	}
 	CloseTransientFile(fd);
 	buf[done] = '\0';
@@ -204,7 +322,8 @@ kl_read_manifest(const char *batch_dir, KlLandedBatch *b, KlRecord **recs, int *
 {
 	char	   *path = psprintf("%s/manifest.json", batch_dir);
 	size_t		len;
-	char	   *text = kl_read_whole_file(path, &len);
+	const char *not_regular;
+	char	   *text = kl_read_whole_file(path, &len, &not_regular);
 	KlJsonReader it;
 	KlJsonValue k;
 	KlJsonValue v;
@@ -214,12 +333,14 @@ kl_read_manifest(const char *batch_dir, KlLandedBatch *b, KlRecord **recs, int *
 	if (text == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("could not read manifest \"%s\": %m", path)));
+				 errmsg("manifest \"%s\" %s", path, kl_landed_open_problem(not_regular))));
 	memset(b, 0, sizeof(*b));
 	*recs = NULL;
 	*n = 0;
 	kl_sha256(text, len, digest);
 	kl_hex(digest, KL_SHA256_LEN, b->manifest_sha256);
+	b->manifest_bytes = len;
+	b->manifest_crc32c = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len));
 
 	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
 	while (kl_json_object_next(&it, &k, &v))
@@ -376,8 +497,11 @@ kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b, bool full, i
 		struct stat st;
 
 		*bad_file = i;
-		if (stat(path, &st) != 0)
+		if (lstat(path, &st) != 0)
 			return psprintf("missing_file: %s: %m", kl_file_names[i]);
+		if (!S_ISREG(st.st_mode))
+			return psprintf("missing_file: %s is not a regular file (it is %s)",
+							kl_file_names[i], kl_file_kind(st.st_mode));
 		if (st.st_size != b->files[i].bytes)
 			return psprintf("size_mismatch: %s has %lld bytes, its manifest says %lld",
 							kl_file_names[i], (long long) st.st_size,
@@ -385,13 +509,15 @@ kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b, bool full, i
 		if (full)
 		{
 			size_t		len;
-			char	   *data = kl_read_whole_file(path, &len);
+			const char *not_regular;
+			char	   *data = kl_read_whole_file(path, &len, &not_regular);
 			uint8		digest[KL_SHA256_LEN];
 			char		hex[KL_SHA256_HEX_LEN + 1];
 			int64		lines = 0;
 
 			if (data == NULL)
-				return psprintf("missing_file: %s: %m", kl_file_names[i]);
+				return psprintf("missing_file: %s %s", kl_file_names[i],
+								kl_landed_open_problem(not_regular));
 			for (const char *p = data; (p = memchr(p, '\n', data + len - p)) != NULL; p++)
 				lines++;
 			if (lines != b->files[i].lines)
@@ -440,6 +566,152 @@ kl_emit_recover_row(Tuplestorestate *out, TupleDesc desc, const char *action,
 }
 
 /*
+ * kl_parse_batch_name
+ *		Is name "batch=<first:020d>-<last:020d>-<hash12>"?  Sets the offsets.
+ */
+static bool
+kl_parse_batch_name(const char *name, int64 *first, int64 *last)
+{
+	const char *id = name + strlen("batch=");
+
+	if (strncmp(name, "batch=", strlen("batch=")) != 0 || strlen(id) != KL_BATCH_ID_LEN)
+		return false;
+	for (int i = 0; i < KL_BATCH_ID_LEN; i++)
+	{
+		char		c = id[i];
+
+		if (i == 20 || i == 41)
+		{
+			if (c != '-')
+				return false;
+		}
+		else if (i < 41 ? !(c >= '0' && c <= '9') :
+				 !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	*first = strtoi64(id, NULL, 10);
+	*last = strtoi64(id + 21, NULL, 10);
+	return *first <= *last;
+}
+
+/*
+ * kl_stray_reason
+ *		NULL when the entry name of partition directory part_dir can be a
+ *		batch (a directory named after a batch id, not empty); otherwise why
+ *		it is not one.  A batch appears by renaming a complete staging
+ *		directory (landing.c), so anything else under such a name was put
+ *		there by something else: it holds no landed data.
+ */
+static char *
+kl_stray_reason(const char *part_dir, const char *name)
+{
+	char	   *path = psprintf("%s/%s", part_dir, name);
+	struct stat st;
+	int64		first,
+				last;
+	DIR		   *dir;
+	struct dirent *de;
+	bool		empty = true;
+
+	if (lstat(path, &st) != 0)
+		return psprintf("it cannot be examined: %m");
+	if (!S_ISDIR(st.st_mode))
+		return psprintf("it is %s, not a directory",
+						S_ISREG(st.st_mode) ? "a regular file" : kl_file_kind(st.st_mode));
+	if (!kl_parse_batch_name(name, &first, &last))
+		return pstrdup("its name is not a batch id");
+	dir = AllocateDir(path);
+	if (dir == NULL)
+		return psprintf("it cannot be read: %m");
+	while ((de = ReadDir(dir, path)) != NULL)
+	{
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		{
+			empty = false;
+			break;
+		}
+	}
+	FreeDir(dir);
+	return empty ? pstrdup("it is an empty directory") : NULL;
+}
+
+/*
+ * kl_stray_detail
+ *		What recover() and verify() say of a stray entry.
+ */
+static char *
+kl_stray_detail(const char *name, const char *reason)
+{
+	return psprintf("\"%s\" is not a batch (%s); move it out of the partition directory", name, reason);
+}
+
+/*
+ * kl_adopt_hint
+ *		What to do with a directory under a batch's name that cannot be
+ *		adopted: the hint of the ERROR, and verify()'s action.  The offsets
+ *		come from its name.
+ */
+static char *
+kl_adopt_hint(KlSource *src, int32 partition, const char *dir, const char *name)
+{
+	int64		first = 0,
+				last = 0;
+
+	(void) kl_parse_batch_name(name, &first, &last);
+	return psprintf("Move %s out of the landing directory: the partition goes on without it. "
+					"Then land its offsets again from the broker with kafka_lake.replay('%s', %d, %lld, %lld), "
+					"or restore a good copy of the batch from a backup.",
+					dir, src->source, partition, (long long) first, (long long) last);
+}
+
+/*
+ * kl_check_adoptable
+ *		Read and check in full a batch directory the catalog does not know.
+ *		ERROR (XX001, with a hint that works) when it cannot be adopted.
+ */
+static void
+kl_check_adoptable(KlSource *src, int32 partition, const char *dir, const char *name,
+				   KlLandedBatch *b, KlRecord **recs, int *n)
+{
+	MemoryContext caller = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		char	   *problem;
+		int			bad;
+
+		kl_read_manifest(dir, b, recs, n);
+		if (strcmp(name + strlen("batch="), b->batch_id) != 0 ||
+			b->topic == NULL || strcmp(b->topic, src->topic) != 0 || b->partition != partition)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("batch directory \"%s\" does not match its manifest", dir),
+					 errdetail("Its manifest names batch %s of topic \"%s\" partition %d.",
+							   b->batch_id, b->topic ? b->topic : "?", b->partition)));
+		problem = kl_check_batch_files(dir, b, true, &bad);
+		if (problem)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("batch %s of source \"%s\" cannot be adopted: its files disagree with its manifest",
+							b->batch_id, src->source),
+					 errdetail("%s", problem)));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			PG_RE_THROW();
+		FlushErrorState();
+		edata->hint = kl_adopt_hint(src, partition, dir, name);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
  * kl_adopt_batch
  *		Check a batch directory the catalog does not know and record it.
  */
@@ -450,31 +722,16 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 	KlLandedBatch b;
 	KlRecord   *recs;
 	int			n;
-	char	   *problem;
-	int			bad;
 	int			demoted = 0;
 
-	kl_read_manifest(dir, &b, &recs, &n);
-	if (strcmp(name + strlen("batch="), b.batch_id) != 0 ||
-		b.topic == NULL || strcmp(b.topic, src->topic) != 0 || b.partition != partition)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("batch directory \"%s\" does not match its manifest", dir),
-				 errdetail("Its manifest names batch %s of topic \"%s\" partition %d.",
-						   b.batch_id, b.topic ? b.topic : "?", b.partition),
-				 errhint("Move the directory out of the landing directory and run kafka_lake.recover('%s') again.",
-						 src->source)));
-	problem = kl_check_batch_files(dir, &b, true, &bad);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("batch %s of source \"%s\" cannot be adopted: its files disagree with its manifest",
-						b.batch_id, src->source),
-				 errdetail("%s", problem),
-				 errhint("Nothing was changed. Restore the batch directory \"%s\" from a backup, or move it away and replay its offsets.",
-						 dir)));
+	kl_check_adoptable(src, partition, dir, name, &b, &recs, &n);
 
-	/* accepted on disk but accepted elsewhere meanwhile: demote */
+	/*
+	 * Accepted on disk but accepted elsewhere meanwhile: demote.  An
+	 * event_id the catalog holds at this very coordinate is this event (the
+	 * catalog lost the batch's row but not its reservations): it stays
+	 * accepted.
+	 */
 	{
 		char	   *was = palloc(n);
 
@@ -546,6 +803,13 @@ kl_list_dir(const char *path, const char *prefix)
  * kl_recover_partition
  *		Make the catalog match the disk for one partition the caller owns.
  *		Returns the number of changes (and reports them when out is given).
+ *
+ *		An entry under a batch's name that cannot be a batch (a file, a
+ *		FIFO, an empty directory, a name that is no batch id) holds no
+ *		landed data: it is left where it is, with a WARNING, and never stops
+ *		the partition.  A directory that looks like a batch but disagrees
+ *		with its manifest may be a damaged batch: that is an ERROR (XX001)
+ *		whose hint says what to do.
  */
 int
 kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
@@ -584,12 +848,24 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 		const char *name = lfirst(cell);
 		const char *id = name + strlen("batch=");
 		int			cmp = 1;
+		char	   *reason;
 
 		CHECK_FOR_INTERRUPTS();
 		while (kc != NULL && (cmp = strcmp((const char *) lfirst(kc), id)) < 0)
 			kc = lnext(known, kc);
 		if (kc != NULL && cmp == 0)
 			continue;
+		reason = kl_stray_reason(part_dir, name);
+		if (reason != NULL)
+		{
+			ereport(WARNING,
+					(errmsg("\"%s/%s\" is not a batch: %s", part_dir, name, reason),
+					 errdetail("Source \"%s\" ignores it.", src->source),
+					 errhint("Move it out of the partition directory.")));
+			kl_emit_recover_row(out, desc, "skipped_stray", src, partition, NULL,
+								kl_stray_detail(name, reason));
+			continue;
+		}
 		kl_adopt_batch(src, partition, psprintf("%s/%s", part_dir, name), name, out, desc);
 		changes++;
 	}
@@ -626,19 +902,174 @@ kl_disk_partitions(KlSource *src)
 }
 
 /*
+ * kl_landing_present
+ *		Is the source's directory there, with its marker?  Only then does a
+ *		batch directory that is missing mean the batch is gone (and not, say,
+ *		a landing directory that is not mounted).
+ */
+static bool
+kl_landing_present(KlSource *src)
+{
+	struct stat st;
+
+	return lstat(psprintf("%s/.kafka_lake_source", src->dir), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A batch the catalog lists, as recover() and verify() need it */
+typedef struct KlCatalogBatch
+{
+	char		batch_id[KL_BATCH_ID_LEN + 1];
+	int32		partition;
+	int64		first_offset;
+	int64		last_offset;
+} KlCatalogBatch;
+
+/*
+ * kl_forget_missing_batches
+ *		recover() only: the batches of a partition the caller owns whose
+ *		directories are gone (a damaged batch moved away, a deleted one) are
+ *		forgotten, with the event_ids they reserved, so that replay() can
+ *		land their offsets again.  Their files cannot come back by
+ *		themselves; a copy put back later is adopted like any other batch.
+ *		Nothing is forgotten while the source's directory or its marker is
+ *		missing (an unmounted landing directory loses no batch).
+ */
+static void
+kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
+{
+	KlCatalogSave cs;
+	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, TEXTARRAYOID};
+	Datum		values[4];
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *gone = NIL;
+	char	   *part_dir = kl_partition_dir(src, partition);
+	ListCell   *cell;
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(src->topic);
+	values[2] = Int32GetDatum(partition);
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT batch_id, first_offset, last_offset FROM kafka_lake.batches"
+							  " WHERE source_id = $1 AND topic = $2 AND partition = $3"
+							  " ORDER BY first_offset",
+							  3, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[row];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		char	   *id = SPI_getvalue(tup, td, 1);
+		struct stat st;
+
+		if (lstat(psprintf("%s/batch=%s", part_dir, id), &st) == 0 || errno != ENOENT)
+			continue;
+		{
+			MemoryContext old = MemoryContextSwitchTo(caller);
+			KlCatalogBatch *b = palloc0(sizeof(KlCatalogBatch));
+			bool		isnull;
+
+			strlcpy(b->batch_id, id, sizeof(b->batch_id));
+			b->partition = partition;
+			b->first_offset = DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
+			b->last_offset = DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
+			gone = lappend(gone, b);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	kl_catalog_end(cs);
+	if (gone == NIL)
+		return;
+	if (!kl_landing_present(src))
+	{
+		ereport(WARNING,
+				(errmsg("the landing directory \"%s\" of source \"%s\" or its marker is missing; no batch is forgotten",
+						src->dir, src->source),
+				 errhint("Mount or restore the landing directory, then run kafka_lake.recover('%s') again.",
+						 src->source)));
+		return;
+	}
+
+	foreach(cell, gone)
+	{
+		KlCatalogBatch *b = lfirst(cell);
+		Oid			dtypes[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
+		Datum		dvalues[5];
+
+		dvalues[0] = Int32GetDatum(src->source_id);
+		dvalues[1] = CStringGetTextDatum(b->batch_id);
+		dvalues[2] = Int32GetDatum(partition);
+		dvalues[3] = Int64GetDatum(b->first_offset);
+		dvalues[4] = Int64GetDatum(b->last_offset);
+		cs = kl_catalog_begin();
+		/* the event_ids it accepted: accepted_events has no foreign key to batches */
+		if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
+								  " WHERE source_id = $1 AND partition = $3"
+								  "   AND \"offset\" BETWEEN $4 AND $5",
+								  5, dtypes, dvalues, NULL, false, 0) != SPI_OK_DELETE ||
+			SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
+								  2, dtypes, dvalues, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not forget batch %s", b->batch_id);
+		kl_catalog_end(cs);
+		kl_emit_recover_row(out, desc, "forgotten", src, partition, b->batch_id,
+							psprintf("its directory is gone: land offsets %lld to %lld again with kafka_lake.replay('%s', %d, %lld, %lld)",
+									 (long long) b->first_offset, (long long) b->last_offset,
+									 src->source, partition,
+									 (long long) b->first_offset, (long long) b->last_offset));
+	}
+}
+
+/*
+ * kl_catalog_partitions
+ *		The partitions of a source the catalog has batches of.
+ */
+static List *
+kl_catalog_partitions(KlSource *src)
+{
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(src->source_id)};
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT DISTINCT partition FROM kafka_lake.batches WHERE source_id = $1",
+							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		bool		isnull;
+		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[row],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		result = lappend_int(result, p);
+		MemoryContextSwitchTo(old);
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
  * kafka_lake_recover
- *		recover(source): adopt complete batches the catalog lacks, remove
- *		abandoned staging directories; one row per change.
+ *		recover(source): forget batches whose directories are gone, adopt
+ *		complete batches the catalog lacks, remove abandoned staging
+ *		directories; one row per change.
  */
 Datum
 kafka_lake_recover(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KlSource   *src = kl_source_arg(fcinfo, 0);
+	List	   *partitions;
 	ListCell   *cell;
 
+	kl_source_lock(src);
 	kl_init_materialized_srf(fcinfo);
-	foreach(cell, kl_disk_partitions(src))
+	partitions = kl_disk_partitions(src);
+	foreach(cell, kl_catalog_partitions(src))
+		partitions = list_append_unique_int(partitions, lfirst_int(cell));
+	list_sort(partitions, list_int_cmp);
+	foreach(cell, partitions)
 	{
 		int32		p = lfirst_int(cell);
 
@@ -648,6 +1079,7 @@ kafka_lake_recover(PG_FUNCTION_ARGS)
 								src, p, NULL, "another session is landing this partition");
 			continue;
 		}
+		kl_forget_missing_batches(src, p, rsinfo->setResult, rsinfo->setDesc);
 		kl_recover_partition(src, p, rsinfo->setResult, rsinfo->setDesc);
 	}
 	return (Datum) 0;
@@ -655,14 +1087,17 @@ kafka_lake_recover(PG_FUNCTION_ARGS)
 
 /*
  * kl_emit_verify_row
- *		One problem found by verify().
+ *		One problem found by verify(), with what to do about it (the 1.0
+ *		result type has no action column: tuplestore_putvalues takes as many
+ *		values as the result has columns).
  */
 static void
 kl_emit_verify_row(ReturnSetInfo *rsinfo, const char *batch_id, KlSource *src,
-				   int32 partition, const char *file, const char *problem, const char *detail)
+				   int32 partition, const char *file, const char *problem, const char *detail,
+				   const char *action)
 {
-	Datum		values[6];
-	bool		nulls[6] = {0};
+	Datum		values[7];
+	bool		nulls[7] = {0};
 
 	values[0] = batch_id ? CStringGetTextDatum(batch_id) : (Datum) 0;
 	nulls[0] = (batch_id == NULL);
@@ -673,16 +1108,96 @@ kl_emit_verify_row(ReturnSetInfo *rsinfo, const char *batch_id, KlSource *src,
 	values[4] = CStringGetTextDatum(problem);
 	values[5] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
 	nulls[5] = (detail == NULL);
+	values[6] = CStringGetTextDatum(action);
+	Assert(rsinfo->setDesc->natts <= 7);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
- * kafka_lake_verify
- *		verify(source): re-read every batch and compare it with its manifest
- *		and the catalog; one row per problem.
+ * kl_damaged_action
+ *		What to do about a batch whose files disagree with its manifest or
+ *		the catalog: the procedure that lands it again.
  */
-Datum
-kafka_lake_verify(PG_FUNCTION_ARGS)
+static char *
+kl_damaged_action(KlSource *src, const char *dir, const KlCatalogBatch *b)
+{
+	return psprintf("Restore %s from a backup (a batch never changes: any copy of it is good), "
+					"or move %s out of the landing directory, run kafka_lake.recover('%s'), "
+					"then kafka_lake.replay('%s', %d, %lld, %lld) to land offsets %lld to %lld again from the broker.",
+					dir, dir, src->source, src->source, b->partition,
+					(long long) b->first_offset, (long long) b->last_offset,
+					(long long) b->first_offset, (long long) b->last_offset);
+}
+
+/*
+ * kl_verify_unknown
+ *		One batch= entry of a partition directory that the catalog does not
+ *		know: a stray entry, a batch recover() adopts, or one it refuses.
+ *		The check runs in a subtransaction: it reads and checks the batch as
+ *		adoption would, and its ERROR becomes the problem row.
+ */
+static void
+kl_verify_unknown(ReturnSetInfo *rsinfo, KlSource *src, int32 partition, const char *part_dir,
+				  const char *name)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	char	   *reason = kl_stray_reason(part_dir, name);
+	char	   *dir = psprintf("%s/%s", part_dir, name);
+	ErrorData  *edata = NULL;
+
+	if (reason != NULL)
+	{
+		kl_emit_verify_row(rsinfo, NULL, src, partition, name, "stray_entry",
+						   psprintf("%s/%s: %s", part_dir, name, reason),
+						   psprintf("It is not a batch and holds no landed data: move it out of the partition directory (%s).",
+									part_dir));
+		return;
+	}
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		KlLandedBatch b;
+		KlRecord   *recs;
+		int			n;
+
+		kl_check_adoptable(src, partition, dir, name, &b, &recs, &n);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	if (edata == NULL)
+		kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL, "not_in_catalog",
+						   "a complete batch the catalog does not know",
+						   psprintf("Run kafka_lake.recover('%s'): it adopts the batch.", src->source));
+	else
+		kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL, "not_adoptable",
+						   edata->detail ? psprintf("%s: %s", edata->message, edata->detail) :
+						   edata->message,
+						   edata->hint);
+}
+
+/*
+ * kl_verify
+ *		verify(source): re-read every batch and compare it with its manifest
+ *		and the catalog; one row per problem, each with what to do.
+ */
+static Datum
+kl_verify(FunctionCallInfo fcinfo)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KlSource   *src = kl_source_arg(fcinfo, 0);
@@ -692,6 +1207,8 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 	List	   *known_dirs = NIL;
 	ListCell   *cell;
 	KlCatalogSave cs;
+	bool		landing_present = kl_landing_present(src);
+	bool		has_manifest_checks = kl_catalog_has_manifest_checks();
 
 	kl_init_materialized_srf(fcinfo);
 
@@ -701,11 +1218,12 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 		Oid			types[1] = {INT4OID};
 		Datum		values[1] = {Int32GetDatum(src->source_id)};
 
-		if (SPI_execute_with_args("SELECT batch_id, partition, manifest_sha256, file_bytes::text,"
-								  " file_lines::text, file_crc32c::text, file_sha256::text,"
-								  " record_count"
-								  " FROM kafka_lake.batches WHERE source_id = $1"
-								  " ORDER BY partition, first_offset",
+		if (SPI_execute_with_args(psprintf("SELECT batch_id, partition, manifest_sha256, file_bytes::text,"
+										   " file_lines::text, file_crc32c::text, file_sha256::text,"
+										   " record_count, first_offset, last_offset, %s"
+										   " FROM kafka_lake.batches WHERE source_id = $1"
+										   " ORDER BY partition, first_offset",
+										   has_manifest_checks ? "manifest_bytes IS NULL" : "false"),
 								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read kafka_lake.batches");
 		for (uint64 row = 0; row < SPI_processed; row++)
@@ -723,6 +1241,10 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 			b->partition = atoi(SPI_getvalue(tup, desc, 2));
 			strlcpy(b->manifest_sha256, SPI_getvalue(tup, desc, 3), sizeof(b->manifest_sha256));
 			b->record_count = atoi(SPI_getvalue(tup, desc, 8));
+			b->first_offset = strtoi64(SPI_getvalue(tup, desc, 9), NULL, 10);
+			b->last_offset = strtoi64(SPI_getvalue(tup, desc, 10), NULL, 10);
+			/* -1: the manifest's size and CRC are not recorded yet (landed by 1.0) */
+			b->manifest_bytes = strcmp(SPI_getvalue(tup, desc, 11), "t") == 0 ? -1 : 0;
 			if (sscanf(bytes, "{%lld,%lld,%lld}", (long long *) &b->files[0].bytes,
 					   (long long *) &b->files[1].bytes, (long long *) &b->files[2].bytes) != 3 ||
 				sscanf(lines, "{%lld,%lld,%lld}", (long long *) &b->files[0].lines,
@@ -743,6 +1265,7 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 	foreach(cell, batches)
 	{
 		KlLandedBatch *cat = lfirst(cell);
+		KlCatalogBatch ref;
 		char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, cat->partition),
 								   cat->batch_id);
 		MemoryContext old;
@@ -750,16 +1273,44 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 		int			bad;
 		char	   *problem;
 
+		strlcpy(ref.batch_id, cat->batch_id, sizeof(ref.batch_id));
+		ref.partition = cat->partition;
+		ref.first_offset = cat->first_offset;
+		ref.last_offset = cat->last_offset;
 		known_dirs = lappend(known_dirs, dir);
 		CHECK_FOR_INTERRUPTS();
 		MemoryContextReset(per_batch);
 		old = MemoryContextSwitchTo(per_batch);
 
-		if (stat(dir, &st) != 0)
+		if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		{
+			/* something else in its place: it must go before the batch can come back */
+			char	   *detail = psprintf("%s is not a directory (it is %s)", dir,
+										  S_ISREG(st.st_mode) ? "a regular file" :
+										  kl_file_kind(st.st_mode));
+			char	   *action = kl_damaged_action(src, dir, &ref);
+
 			MemoryContextSwitchTo(old);
 			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, NULL,
-							   "missing_batch", psprintf("%s: %m", dir));
+							   "missing_batch", detail, action);
+			continue;
+		}
+		if (lstat(dir, &st) != 0)
+		{
+			char	   *detail = psprintf("%s: %m", dir);
+			char	   *action = landing_present ?
+				psprintf("Restore %s from a backup, or run kafka_lake.recover('%s'), "
+						 "then kafka_lake.replay('%s', %d, %lld, %lld): recover() forgets the batch, "
+						 "replay() lands offsets %lld to %lld again from the broker.",
+						 dir, src->source, src->source, ref.partition,
+						 (long long) ref.first_offset, (long long) ref.last_offset,
+						 (long long) ref.first_offset, (long long) ref.last_offset) :
+				psprintf("The landing directory %s of the source, or its marker, is missing: mount or restore it "
+						 "(recover() forgets no batch while it is missing).", src->dir);
+
+			MemoryContextSwitchTo(old);
+			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, NULL,
+							   "missing_batch", detail, action);
 			continue;
 		}
 		/* the files against the catalog's copy of their checks */
@@ -767,37 +1318,69 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 		if (problem)
 		{
 			char	   *colon = strchr(problem, ':');
+			char	   *action = kl_damaged_action(src, dir, &ref);
 
 			MemoryContextSwitchTo(old);
 			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition,
 							   bad >= 0 ? kl_file_names[bad] : NULL,
-							   pnstrdup(problem, colon - problem), colon + 2);
+							   pnstrdup(problem, colon - problem), colon + 2, action);
 			continue;
 		}
 		/* the manifest against the catalog */
 		{
 			size_t		len;
-			char	   *text = kl_read_whole_file(psprintf("%s/manifest.json", dir), &len);
+			const char *not_regular;
+			char	   *text = kl_read_whole_file(psprintf("%s/manifest.json", dir), &len,
+												  &not_regular);
 			uint8		digest[KL_SHA256_LEN];
 			char		hex[KL_SHA256_HEX_LEN + 1];
 
 			if (text == NULL)
 			{
+				char	   *detail = psprintf("manifest.json %s", kl_landed_open_problem(not_regular));
+				char	   *action = kl_damaged_action(src, dir, &ref);
+
 				MemoryContextSwitchTo(old);
 				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
-								   "missing_file", "manifest.json is missing");
+								   "missing_file", detail, action);
 				continue;
 			}
 			kl_sha256(text, len, digest);
 			kl_hex(digest, KL_SHA256_LEN, hex);
 			if (strcmp(hex, cat->manifest_sha256) != 0)
 			{
+				char	   *action = kl_damaged_action(src, dir, &ref);
+
 				MemoryContextSwitchTo(old);
 				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
 								   "checksum_mismatch",
 								   psprintf("manifest.json has SHA-256 %s, the catalog recorded %s",
-											hex, cat->manifest_sha256));
+											hex, cat->manifest_sha256), action);
 				continue;
+			}
+
+			/*
+			 * A manifest landed by 1.0 is now proven by its SHA-256: record
+			 * its size and CRC-32C, so that scans check it as cheaply as
+			 * the others.
+			 */
+			if (has_manifest_checks && cat->manifest_bytes < 0)
+			{
+				Oid			utypes[4] = {INT4OID, TEXTOID, INT8OID, INT8OID};
+				Datum		uvalues[4];
+
+				uvalues[0] = Int32GetDatum(src->source_id);
+				uvalues[1] = CStringGetTextDatum(cat->batch_id);
+				uvalues[2] = Int64GetDatum((int64) len);
+				uvalues[3] = Int64GetDatum((int64) kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len)));
+				cs = kl_catalog_begin();
+				if (SPI_execute_with_args("UPDATE kafka_lake.batches SET manifest_bytes = $3,"
+										  " manifest_crc32c = $4"
+										  " WHERE source_id = $1 AND batch_id = $2"
+										  "   AND manifest_bytes IS NULL",
+										  4, utypes, uvalues, NULL, false, 0) != SPI_OK_UPDATE)
+					elog(ERROR, "could not update kafka_lake.batches");
+				kl_catalog_end(cs);
 			}
 		}
 		MemoryContextSwitchTo(old);
@@ -817,6 +1400,7 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 			bool		found = false;
 			ListCell   *kc;
 
+			CHECK_FOR_INTERRUPTS();
 			foreach(kc, known_dirs)
 			{
 				if (strcmp((char *) lfirst(kc), dir) == 0)
@@ -826,16 +1410,43 @@ kafka_lake_verify(PG_FUNCTION_ARGS)
 				}
 			}
 			if (!found)
-				kl_emit_verify_row(rsinfo, (char *) lfirst(dc) + strlen("batch="), src, p, NULL,
-								   "not_in_catalog",
-								   "a complete batch the catalog does not know; kafka_lake.recover() adopts it");
+				kl_verify_unknown(rsinfo, src, p, part_dir, (char *) lfirst(dc));
 		}
 		foreach(dc, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
 		{
 			if (strstr((char *) lfirst(dc), marker))
 				kl_emit_verify_row(rsinfo, NULL, src, p, (char *) lfirst(dc), "abandoned_staging",
-								   "an unfinished batch; kafka_lake.recover() removes it");
+								   "an unfinished batch",
+								   psprintf("Run kafka_lake.recover('%s'): it removes the unfinished batches of partitions no session is landing.",
+											src->source));
 		}
 	}
 	return (Datum) 0;
+}
+
+/*
+ * kafka_lake_verify
+ *		verify(source) as version 1.0 declares it: the problem rows without
+ *		their action.
+ */
+Datum
+kafka_lake_verify(PG_FUNCTION_ARGS)
+{
+	return kl_verify(fcinfo);
+}
+
+/*
+ * kafka_lake_verify_1_1
+ *		verify(source) from version 1.1 on: each problem row says what to do
+ *		(column action); a NULL source is an error, not "no problem".
+ */
+Datum
+kafka_lake_verify_1_1(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source must not be null"),
+				 errhint("Name a source of kafka_lake.sources.")));
+	return kl_verify(fcinfo);
 }

@@ -88,6 +88,7 @@ kl_start_cluster() {
 		cron.database_name = '${KL_CRON_DB:-kl_test}'
 		cron.use_background_workers = on
 		max_worker_processes = 16
+		max_prepared_transactions = 4
 		log_line_prefix = '%m [%p] '
 		lc_messages = 'C'
 	EOF
