@@ -57,8 +57,9 @@ SELECT kafka_lake.drop_source('dr29', drop_landing => true);
 SELECT kafka_lake.create_source('dr29', 'dr29_kafka', 'dr29.t', group_id => 'dr29-group');
 SELECT kafka_lake.produce('dr29_kafka', 'dr29.t', kl_test.event('evt-dr29-b' || n)) FROM generate_series(1, 3) n;
 \o
+-- the new source starts where the group is (a row 'adopted' at 5), then lands
 SELECT results_eq($$SELECT status, records, first_offset, committed_offset FROM kafka_lake.land('dr29')$$,
-                  $$VALUES ('landed', 3, 5::bigint, 8::bigint)$$,
+                  $$VALUES ('adopted', 0, NULL, 5::bigint), ('landed', 3, 5::bigint, 8::bigint)$$,
                   'in the same transaction the new source lands offsets 5 to 7 and commits 8');
 COMMIT;
 
@@ -91,7 +92,7 @@ SELECT kafka_lake.drop_source('dr29r', drop_landing => true);
 SELECT kafka_lake.create_source('dr29r', 'dr29_kafka', 'dr29r.t', group_id => 'dr29r-group');
 SELECT kafka_lake.produce('dr29_kafka', 'dr29r.t', kl_test.event('evt-dr29r-b' || n)) FROM generate_series(1, 2) n;
 \o
-SELECT results_eq($$SELECT records, committed_offset FROM kafka_lake.land('dr29r')$$,
+SELECT results_eq($$SELECT records, committed_offset FROM kafka_lake.land('dr29r') WHERE status <> 'adopted'$$,
                   $$VALUES (2, 7::bigint)$$, 'the re-created source lands 2 and commits 7 to the group');
 ROLLBACK;
 
