@@ -599,10 +599,12 @@ def check_events(out, landing):
         if r["expected"] not in ("accepted", "duplicate_event_id"):
             continue
         n += 1
-        # the seed's landing writes json.dumps(envelope, ensure_ascii=True, sort_keys=True)
-        want = '{"event": ' + json.dumps(r["event"], ensure_ascii=True, sort_keys=True) + ', "kafka": '
+        # the seed's landing writes json.dumps(envelope, ensure_ascii=True, sort_keys=True):
+        # {"duplicate_of": ..., "event": ..., "kafka": ...}
+        want = '"event": ' + json.dumps(r["event"], ensure_ascii=True, sort_keys=True) + ', "kafka": '
         line = got.get((r["partition"], r["offset"]), (None, ""))[1]
-        if not line.startswith(want):
+        first = '{"event": ' if r["expected"] == "accepted" else '{"duplicate_of": '
+        if not line.startswith(first) or want not in line:
             bad.append("%s:\n    landed   %s\n    expected %s" % (show(r), line[:300], want[:300]))
         # the seed's adapter validates the landed event again: it must be a fixed point
         if seed_normalise(dict(r["event"])) != r["event"]:

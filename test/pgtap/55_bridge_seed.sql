@@ -67,9 +67,10 @@ SELECT kafka_lake.produce('sb_srv', 'seedb.t', v, key => convert_to('k' || n, 'U
   (3, pg_temp.ev('sb-3', '2026-07-05', '2026-W27-7T08:00:00,5+09:00:30', 'İZMIR', 'LINE,1', 'WO-3', 'M-3', 'P"Q', 'INSPECTION', 30, 3, 1400))
 ) AS t(n, v) ORDER BY n;
 SELECT is((SELECT sum(accepted)::int FROM kafka_lake.land('sb_src')), 3, 'part 1: the three events are accepted');
-SELECT max(timestamp_ms) FILTER (WHERE "offset" = 0) AS ts0, max(fingerprint) FILTER (WHERE "offset" = 0) AS fp0,
-       max(timestamp_ms) FILTER (WHERE "offset" = 1) AS ts1, max(fingerprint) FILTER (WHERE "offset" = 1) AS fp1,
-       max(timestamp_ms) FILTER (WHERE "offset" = 2) AS ts2, max(fingerprint) FILTER (WHERE "offset" = 2) AS fp2
+-- (part 2 took offsets 0..61)
+SELECT max(timestamp_ms) FILTER (WHERE "offset" = 62) AS ts0, max(fingerprint) FILTER (WHERE "offset" = 62) AS fp0,
+       max(timestamp_ms) FILTER (WHERE "offset" = 63) AS ts1, max(fingerprint) FILTER (WHERE "offset" = 63) AS fp1,
+       max(timestamp_ms) FILTER (WHERE "offset" = 64) AS ts2, max(fingerprint) FILTER (WHERE "offset" = 64) AS fp2
 FROM kafka_lake.sb_src_records \gset
 CREATE TEMP TABLE b1 AS SELECT * FROM kafka_lake.bridge('sb_src', '2026-07-05');
 SELECT kl_test.landing('sb_src') || '/../' || a.path AS csv_path
@@ -77,9 +78,9 @@ FROM kafka_lake.adapter_versions a JOIN kafka_lake.sources s USING (source_id)
 WHERE s.source = 'sb_src' AND a.business_date = '2026-07-05' \gset
 SELECT is(pg_read_file(:'csv_path'),
   'event_time,plant_id,line_id,work_order_id,machine_id,product_code,operation,units_produced,defect_count,cycle_time_ms,business_date,event_id,schema_version,kafka_topic,kafka_partition,kafka_offset,kafka_key,kafka_timestamp_ms,kafka_record_fingerprint' || E'\n'
-  || format(E'20260705T080000Z,plänt-a,οδος,wo-1,m-1,prd-é,assembly,10,1,1200,2026-07-05,sb-1,1,seedb.t,0,0,k1,%s,%s\n', :'ts0', :'fp0')
-  || format(E'2026-07-05T08+09:00,plänt-a,οδος,wo-2,m-1,prd-é,assembly,20,2,1300,2026-07-05,sb-2,1,seedb.t,0,1,k2,%s,%s\n', :'ts1', :'fp1')
-  || format(E'"2026-W27-7T08:00:00,5+09:00:30",i\u0307zmir,"line,1",wo-3,m-3,"p""q",inspection,30,3,1400,2026-07-05,sb-3,1,seedb.t,0,2,k3,%s,%s\n', :'ts2', :'fp2'),
+  || format(E'20260705T080000Z,plänt-a,οδος,wo-1,m-1,prd-é,assembly,10,1,1200,2026-07-05,sb-1,1,seedb.t,0,62,k1,%s,%s\n', :'ts0', :'fp0')
+  || format(E'2026-07-05T08+09:00,plänt-a,οδος,wo-2,m-1,prd-é,assembly,20,2,1300,2026-07-05,sb-2,1,seedb.t,0,63,k2,%s,%s\n', :'ts1', :'fp1')
+  || format(E'"2026-W27-7T08:00:00,5+09:00:30",i\u0307zmir,"line,1",wo-3,m-3,"p""q",inspection,30,3,1400,2026-07-05,sb-3,1,seedb.t,0,64,k3,%s,%s\n', :'ts2', :'fp2'),
   'part 1: events.csv holds the seed''s canonical bytes');
 SELECT is(encode(sha256(pg_read_binary_file(:'csv_path')), 'hex'), (SELECT source_hash FROM b1),
           'part 1: source_hash is the SHA-256 of those bytes');
