@@ -10,9 +10,11 @@
 # each documented difference; and gold groups whose rates and averages are exact ties.  It is
 # produced with kcat, landed in one call, and checked: each record's status, each accepted
 # event's bytes, each event_time as the foreign table reads it, the canonical CSV bytes of three
-# dates, and the gold numbers of one.  Needs the broker, kcat and /usr/bin/python3 (3.11).
+# dates, and the gold numbers of one.  Last, a database whose LC_CTYPE is C lands non-ASCII values
+# to the same bytes as the test database (C.UTF-8): the result does not depend on the locale.
+# Needs the broker, kcat and /usr/bin/python3 (3.11).
 source "$(dirname "$0")/../lib/tap.sh"
-plan 10
+plan 12
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d kl_test "$@"; }
 py=/usr/bin/python3
 rules=$(cd "$(dirname "$0")/../lib" && pwd)/seed_rules.py
@@ -76,6 +78,37 @@ q -F $'\t' -c "SELECT plant_id, line_id, product_code, units_produced, defect_co
 	FROM kafka_lake.gold_current WHERE source = 'seed_corpus' AND business_date = '2026-08-01'" >"$dir/gold"
 check "2026-08-01: every gold number is the seed's (round(defects / units, 6), round(cycle_sum / events, 2) of binary floating point)" \
 	gold "$dir" "$landing" 2026-08-01 "$dir/gold"
+
+# the database's locale plays no part: a database whose LC_CTYPE is C (where lower('Ä') is 'Ä')
+# lands non-ASCII values to the same bytes as this one (C.UTF-8, where it is 'ä')
+"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create kafka_lake.seed.ctype.v1 1 >/dev/null
+"$py" - >"$dir/ctype.kv" <<-'PY'
+	import json
+	for i, s in enumerate(["PLÄNT-A", "İSTANBUL", "ΟΔΟΣ-ΣΑ", "\u00a0Überwerk\u3000", "ＡＢ", "ǅ"]):
+	    print("k%d\t%s" % (i, json.dumps({"event_id": "ct-%d" % i, "schema_version": 1,
+	        "event_time": "2026-07-03T08:00:00Z", "business_date": "2026-07-03", "plant_id": s,
+	        "line_id": s, "work_order_id": "wo", "machine_id": s, "product_code": s,
+	        "operation": "Assembly", "units_produced": 1, "defect_count": 0, "cycle_time_ms": 1},
+	        ensure_ascii=(i % 2 == 0))))
+	PY
+kcat -P -b "$KL_BOOTSTRAP" -t kafka_lake.seed.ctype.v1 -p 0 -K $'\t' -l "$dir/ctype.kv"
+psql -X -A -t -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS kl_ctype_c" \
+	-c "CREATE DATABASE kl_ctype_c TEMPLATE template0 ENCODING 'UTF8' LC_CTYPE 'C' LC_COLLATE 'C'" >/dev/null
+c() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d kl_ctype_c "$@"; }
+c -c "CREATE EXTENSION kafka_lake CASCADE" \
+  -c "CREATE SERVER ct_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP')" \
+  -c "SELECT kafka_lake.create_source('seed_ctype_c', 'ct_srv', 'kafka_lake.seed.ctype.v1')" \
+  -c "SELECT count(*) FROM kafka_lake.land('seed_ctype_c')" >/dev/null 2>&1
+q -c "SELECT kafka_lake.create_source('seed_ctype_u', 'seed_srv', 'kafka_lake.seed.ctype.v1')" \
+  -c "SELECT count(*) FROM kafka_lake.land('seed_ctype_u')" >/dev/null
+is "$(c -c "SELECT current_setting('lc_ctype') || ' ' || lower('Ä')") / $(q -c "SELECT current_setting('lc_ctype') || ' ' || lower('Ä')")" \
+	"C Ä / C.UTF-8 ä" "two databases whose own lower() differs"
+accepted() { sed 's/"timestamp_ms": [0-9]*/"timestamp_ms": T/' "$(dirname "$landing")/$1"/topic=*/partition=0/batch=*/accepted.jsonl; }
+ok "[ \"\$(accepted seed_ctype_c | wc -l)\" = 6 ] && cmp -s <(accepted seed_ctype_c) <(accepted seed_ctype_u)" \
+	"both land the six non-ASCII values to the same bytes: lower-casing does not depend on lc_ctype"
+c -c "SELECT kafka_lake.drop_source('seed_ctype_c', drop_landing => true)" >/dev/null
+psql -X -q -d postgres -c "DROP DATABASE kl_ctype_c" >/dev/null
+q -c "SELECT kafka_lake.drop_source('seed_ctype_u', drop_landing => true)" >/dev/null
 
 q -c "DROP FOREIGN TABLE kl_test.seed_corpus_times" \
   -c "SELECT kafka_lake.drop_source('seed_corpus', drop_landing => true)" -c "DROP SERVER seed_srv CASCADE" >/dev/null
