@@ -16,7 +16,9 @@
  * Strictness matters because bad input must land in quarantine with a clear
  * reason rather than be half-understood: invalid UTF-8, truncated documents,
  * trailing garbage, lone surrogates in \u escapes, leading zeros, NaN and
- * friends are all errors here.
+ * friends are all errors here.  Member names are what JSON says they are:
+ * kl_json_key_is compares them after unescaping ("event\u005fid" is
+ * event_id), without a copy, and plain names with one memcmp.
  *
  * The writer escapes strings the way Python's json.dumps does by default
  * (ensure_ascii: every byte outside printable ASCII becomes \uXXXX, with
