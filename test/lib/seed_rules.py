@@ -15,7 +15,7 @@ pipeline").  kl_judge() applies each of them by name on top of the seed's verdic
 is expected accepted exactly when the seed accepts it and no documented difference applies,
 and the check reports how many records each difference decided.
 
-Commands (the shell test test/t/36_seed_corpus.sh drives them):
+Commands (the shell test test/t/38_seed_corpus.sh drives them):
   corpus DIR                  DIR/p<N>.kv: one "key<TAB>value" line per record of partition N
                               (for kcat -P -K '\\t' -l), DIR/corpus.json: the records
   statuses DIR LANDING        every record's status equals the expectation

@@ -1,9 +1,9 @@
--- test/pgtap/29_contract_seed.sql: machine_event_v1 judges and normalises a value exactly as the
+-- test/pgtap/19_contract_seed.sql: machine_event_v1 judges and normalises a value exactly as the
 -- seed's pipeline does (Python 3.11: json.loads, then str.strip on every string, str.lower on the
 -- six identifiers, datetime.fromisoformat of event_time after replacing "Z" by "+00:00", a zone
 -- required).  Each case is pinned by hand from those rules: the landed event's bytes (keys
 -- sorted, json.dumps layout, non-ASCII as \u escapes) or the validation_error, and the instant
--- the foreign table reads.  Test 36_seed_corpus.sh checks the same rules on thousands of values
+-- the foreign table reads.  Test 38_seed_corpus.sh checks the same rules on thousands of values
 -- against Python itself.  Needs the broker.
 SELECT plan(37);
 SELECT kl_test.broker('create seedc.t 1');

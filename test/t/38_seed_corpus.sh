@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/t/36_seed_corpus.sh: kafka_lake and the seed's pipeline agree record by record on a corpus
+# test/t/38_seed_corpus.sh: kafka_lake and the seed's pipeline agree record by record on a corpus
 # of edge cases, judged by Python 3.11's own standard library (the seed's language and rules:
 # json.loads, str.strip, str.lower, date/datetime.fromisoformat, csv.writer, round), through
 # test/lib/seed_rules.py.  The corpus (about 3,600 records over 12 partitions): field names
@@ -92,7 +92,7 @@ check "2026-08-01: every gold number is the seed's (round(defects / units, 6), r
 	        ensure_ascii=(i % 2 == 0))))
 	PY
 kcat -P -b "$KL_BOOTSTRAP" -t kafka_lake.seed.ctype.v1 -p 0 -K $'\t' -l "$dir/ctype.kv"
-psql -X -A -t -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS kl_ctype_c" \
+psql -X -A -t -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS kl_ctype_c" \
 	-c "CREATE DATABASE kl_ctype_c TEMPLATE template0 ENCODING 'UTF8' LC_CTYPE 'C' LC_COLLATE 'C'" >/dev/null
 c() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d kl_ctype_c "$@"; }
 c -c "CREATE EXTENSION kafka_lake CASCADE" \
