@@ -4,7 +4,8 @@
 # a librdkafka mock cluster used by the tests and the demo; it is never installed
 # into PostgreSQL).  `make install` installs the extension.  The whole test suite
 # runs with `bash test/run` (see README.md), which calls `make installcheck` for
-# the pg_regress part.
+# the pg_regress part.  ICU (libicuuc) does the contract's Unicode trimming
+# and lower-casing; Debian's PostgreSQL links the same library.
 
 MODULE_big = kafka_lake
 OBJS = \
@@ -33,7 +34,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=btree_gist
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
-SHLIB_LINK = -lrdkafka -lcrypto -lpthread
+SHLIB_LINK = -lrdkafka -lcrypto -licuuc -lpthread
 
 EXTRA_CLEAN = test/broker/kafka_lake_broker
 

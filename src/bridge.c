@@ -87,6 +87,16 @@
  * 64-bit hashes of the keys, and only when two hashes meet are the keys
  * themselves grouped, so the count is exact either way.
  *
+ * GOLD NUMBERS
+ *
+ * defect_rate and avg_cycle_time_ms are the seed's to the last digit: the
+ * quotient of two integers as a double (Python's int / int, correctly
+ * rounded), then Python's round(x, 6) / round(x, 2) of that double, which
+ * rounds its exact binary value with exact ties to even.  Decimal
+ * arithmetic on the exact quotient differs on exact ties (1 / 128 is
+ * 0.0078125: 0.007812 in the seed, not 0.007813) and where the double lies
+ * just below a tie (107 / 40 is 2.675, whose double rounds to 2.67).
+ *
  * SPEED AND MEMORY
  *
  * The bridge is meant to run at the speed of the disk: one pass over the
@@ -1157,8 +1167,9 @@ kl_bridge_select(KlBridge *b, List *batches)
 				kl_bridge_write(b, sha, &out);
 
 			/* source-side check numbers: natural keys, freshness */
-			if (!kl_parse_event_time(values[KL_CSV_EVENT_TIME].str,
-									 (int) values[KL_CSV_EVENT_TIME].len, &instant))
+			if (kl_parse_iso_timestamp(values[KL_CSV_EVENT_TIME].str,
+									   (int) values[KL_CSV_EVENT_TIME].len, true,
+									   &instant, &written_day) != KL_ISO_VALID)
 				kl_bad_line("event_time is not an ISO-8601 timestamp with a time zone");
 			kl_natural_key(&key, values[KL_CSV_WORK_ORDER_ID].str, values[KL_CSV_WORK_ORDER_ID].len,
 						   values[KL_CSV_MACHINE_ID].str, values[KL_CSV_MACHINE_ID].len, instant);
@@ -1173,7 +1184,6 @@ kl_bridge_select(KlBridge *b, List *batches)
 				b->first_seen_cap = cap;
 			}
 			kl_keyset_push(&keys, key.data, key.len, b->selected, kl_mark_first_seen, b);
-			(void) kl_parse_iso_date(values[KL_CSV_EVENT_TIME].str, 10, &written_day);
 			if (written_day < b->date - 1 || written_day > b->date + 1)
 			{
 				if (b->stale_events++ == 0)
@@ -2295,6 +2305,63 @@ kl_bridge_record_run(KlBridge *b, const char *status, int gold_rows, bool has_sn
 }
 
 /*
+ * kl_true_divide
+ *		num / den as Python's int / int computes it: the double nearest the
+ *		exact quotient, ties to even (den > 0).  Converting both to double
+ *		first would round twice once they pass 2^53.
+ */
+static double
+kl_true_divide(int64 num, int64 den)
+{
+	uint64		n = (num < 0) ? -(uint64) num : (uint64) num;
+	uint64		q = n / (uint64) den;
+	uint64		r = n % (uint64) den;
+	int			exp = 0;
+	double		x;
+
+	Assert(den > 0);
+	if (n == 0)
+		return 0.0;
+
+	/*
+	 * Long division to at least 56 significant bits: bit 0 then lies below
+	 * the bit that decides the rounding to 53, and one set bit there stands
+	 * for any nonzero remainder.  The conversion of the result rounds to
+	 * nearest, ties to even, as IEEE arithmetic does.
+	 */
+	while (q < (UINT64CONST(1) << 55))
+	{
+		r <<= 1;
+		q <<= 1;
+		if (r >= (uint64) den)
+		{
+			r -= den;
+			q |= 1;
+		}
+		exp--;
+	}
+	if (r != 0)
+		q |= 1;
+	x = ldexp((double) (int64) q, exp);
+	return (num < 0) ? -x : x;
+}
+
+/*
+ * kl_py_round
+ *		Python's round(x, ndigits), as decimal text: the exact binary value
+ *		of x rounded to ndigits decimals, exact ties to even (round(0.0078125,
+ *		6) is 0.007812, round(2.675, 2) is 2.67 because the double is a little
+ *		below 2.675).  printf's %f converts the exact binary value and rounds
+ *		in the current rounding mode, to nearest with ties to even (glibc;
+ *		the test suite compares the results with Python's own round()).
+ */
+static char *
+kl_py_round(double x, int ndigits)
+{
+	return psprintf("%.*f", ndigits, x);
+}
+
+/*
  * kl_bridge_publish
  *		All checks passed: the run is processed, the date gets a new current
  *		snapshot holding the gold rows.  Returns the new snapshot's id.
@@ -2310,11 +2377,13 @@ kl_bridge_publish(KlBridge *b)
 	Datum		svalues[7];
 	char		snulls[7] = "       ";
 	Oid			gtypes[9] = {INT8OID, DATEOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-	INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
+	INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
 	Datum		gvalues[9];
 	char	  **plants = palloc(sizeof(char *) * Max(b->ngroups, 1));
 	char	  **lines = palloc(sizeof(char *) * Max(b->ngroups, 1));
 	char	  **products = palloc(sizeof(char *) * Max(b->ngroups, 1));
+	char	  **rates = palloc(sizeof(char *) * Max(b->ngroups, 1));
+	char	  **averages = palloc(sizeof(char *) * Max(b->ngroups, 1));
 
 	cs = kl_catalog_begin();
 	if (SPI_execute("SELECT nextval(pg_catalog.pg_get_serial_sequence('kafka_lake.snapshots', 'snapshot_id'))",
@@ -2356,9 +2425,14 @@ kl_bridge_publish(KlBridge *b)
 
 	for (int i = 0; i < b->ngroups; i++)
 	{
-		plants[i] = b->groups[i].plant_id;
-		lines[i] = b->groups[i].line_id;
-		products[i] = b->groups[i].product_code;
+		KlGoldGroup *g = &b->groups[i];
+
+		plants[i] = g->plant_id;
+		lines[i] = g->line_id;
+		products[i] = g->product_code;
+		/* the seed: round(defects / units, 6) if units else 0, round(cycle_sum / events, 2) */
+		rates[i] = (g->units == 0) ? "0" : kl_py_round(kl_true_divide(g->defects, g->units), 6);
+		averages[i] = kl_py_round(kl_true_divide(g->cycle_sum, g->events), 2);
 	}
 	gvalues[0] = Int64GetDatum(snapshot_id);
 	gvalues[1] = DateADTGetDatum(b->date);
@@ -2367,17 +2441,15 @@ kl_bridge_publish(KlBridge *b)
 	gvalues[4] = kl_text_array(products, b->ngroups);
 	gvalues[5] = kl_int8_array(b, offsetof(KlGoldGroup, units));
 	gvalues[6] = kl_int8_array(b, offsetof(KlGoldGroup, defects));
-	gvalues[7] = kl_int8_array(b, offsetof(KlGoldGroup, cycle_sum));
-	gvalues[8] = kl_int8_array(b, offsetof(KlGoldGroup, events));
+	gvalues[7] = kl_text_array(rates, b->ngroups);
+	gvalues[8] = kl_text_array(averages, b->ngroups);
 	if (SPI_execute_with_args("INSERT INTO kafka_lake.gold_daily_line_metrics (snapshot_id,"
 							  " business_date, plant_id, line_id, product_code, units_produced,"
 							  " defect_count, defect_rate, avg_cycle_time_ms, closing_status)"
 							  " SELECT $1, $2, g.plant_id, g.line_id, g.product_code, g.units, g.defects,"
-							  "   CASE WHEN g.units = 0 THEN 0"
-							  "        ELSE round(g.defects::numeric / g.units, 6) END,"
-							  "   round(g.cycle_sum::numeric / g.events, 2), 'provisional'"
+							  "   g.defect_rate::pg_catalog.numeric, g.average::pg_catalog.numeric, 'provisional'"
 							  " FROM unnest($3, $4, $5, $6, $7, $8, $9)"
-							  "   AS g(plant_id, line_id, product_code, units, defects, cycle_sum, events)",
+							  "   AS g(plant_id, line_id, product_code, units, defects, defect_rate, average)",
 							  9, gtypes, gvalues, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record the gold rows");
 	kl_catalog_end(cs);

@@ -1752,11 +1752,11 @@ kl_field_datum(KlScanState *st, KlAttr *a, const KlJsonValue *v, bool *isnull)
 			}
 			break;
 		case TIMESTAMPTZOID:
-			if (v->type == KL_JSON_STRING && !v->has_escapes && a->typmod < 0)
+			if (v->type == KL_JSON_STRING && a->typmod < 0)
 			{
 				TimestampTz ts;
 
-				if (kl_parse_event_time(v->start + 1, v->len - 2, &ts))
+				if (kl_json_event_time(v, &ts))
 					return TimestampTzGetDatum(ts);
 			}
 			break;

@@ -16,7 +16,9 @@
  * Strictness matters because bad input must land in quarantine with a clear
  * reason rather than be half-understood: invalid UTF-8, truncated documents,
  * trailing garbage, lone surrogates in \u escapes, leading zeros, NaN and
- * friends are all errors here.
+ * friends are all errors here.  Member names are what JSON says they are:
+ * kl_json_key_is compares them after unescaping ("event\u005fid" is
+ * event_id), without a copy, and plain names with one memcmp.
  *
  * The writer escapes strings the way Python's json.dumps does by default
  * (ensure_ascii: every byte outside printable ASCII becomes \uXXXX, with
@@ -579,53 +581,123 @@ kl_json_object_finish(KlJsonReader *iter)
 }
 
 /*
- * kl_json_key_is
- *		Does a key (a string span) equal the plain ASCII name?
+ * kl_utf8_encode
+ *		The UTF-8 encoding of a code point into buf (4 bytes); its length.
  */
-bool
-kl_json_key_is(const KlJsonValue *key, const char *name, size_t namelen)
+static int
+kl_utf8_encode(unsigned int cp, char *buf)
 {
-	return !key->has_escapes && key->len == namelen + 2 &&
-		memcmp(key->start + 1, name, namelen) == 0;
-}
-
-/*
- * kl_json_append_utf8
- *		Append the UTF-8 encoding of a code point.
- */
-static void
-kl_json_append_utf8(StringInfo out, unsigned int cp)
-{
-	char		buf[4];
-	int			n;
-
 	if (cp < 0x80)
 	{
 		buf[0] = cp;
-		n = 1;
+		return 1;
 	}
-	else if (cp < 0x800)
+	if (cp < 0x800)
 	{
 		buf[0] = 0xC0 | (cp >> 6);
 		buf[1] = 0x80 | (cp & 0x3F);
-		n = 2;
+		return 2;
 	}
-	else if (cp < 0x10000)
+	if (cp < 0x10000)
 	{
 		buf[0] = 0xE0 | (cp >> 12);
 		buf[1] = 0x80 | ((cp >> 6) & 0x3F);
 		buf[2] = 0x80 | (cp & 0x3F);
-		n = 3;
+		return 3;
 	}
-	else
+	buf[0] = 0xF0 | (cp >> 18);
+	buf[1] = 0x80 | ((cp >> 12) & 0x3F);
+	buf[2] = 0x80 | ((cp >> 6) & 0x3F);
+	buf[3] = 0x80 | (cp & 0x3F);
+	return 4;
+}
+
+/*
+ * kl_json_unescape
+ *		Decode the escape at *p (a backslash, in a validated string) into buf
+ *		(4 bytes), advance *p past it, and return the decoded length.
+ */
+static int
+kl_json_unescape(const char **p, char *buf)
+{
+	const char *e = *p;
+
+	*p += 2;
+	switch (e[1])
 	{
-		buf[0] = 0xF0 | (cp >> 18);
-		buf[1] = 0x80 | ((cp >> 12) & 0x3F);
-		buf[2] = 0x80 | ((cp >> 6) & 0x3F);
-		buf[3] = 0x80 | (cp & 0x3F);
-		n = 4;
+		case 'b':
+			buf[0] = '\b';
+			return 1;
+		case 'f':
+			buf[0] = '\f';
+			return 1;
+		case 'n':
+			buf[0] = '\n';
+			return 1;
+		case 'r':
+			buf[0] = '\r';
+			return 1;
+		case 't':
+			buf[0] = '\t';
+			return 1;
+		case 'u':
+			{
+				unsigned int cp = kl_hex4(e + 2);
+
+				*p += 4;
+				if (cp >= 0xD800 && cp <= 0xDBFF)
+				{
+					unsigned int lo = kl_hex4(e + 8);
+
+					cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+					*p += 6;
+				}
+				return kl_utf8_encode(cp, buf);
+			}
+		default:
+			/* '"', '\\' and '/' stand for themselves */
+			buf[0] = e[1];
+			return 1;
 	}
-	appendBinaryStringInfo(out, buf, n);
+}
+
+/*
+ * kl_json_key_is
+ *		Does a key (a string span) equal the name?  Names compare as JSON
+ *		defines them, after unescaping: "event\u005fid" is event_id.  Plain
+ *		keys, the common case, are one memcmp; escaped ones are decoded as
+ *		they are compared, without a copy.
+ */
+bool
+kl_json_key_is(const KlJsonValue *key, const char *name, size_t namelen)
+{
+	const char *p;
+	const char *end;
+	size_t		pos = 0;
+
+	if (!key->has_escapes)
+		return key->len == namelen + 2 && memcmp(key->start + 1, name, namelen) == 0;
+	p = key->start + 1;
+	end = key->start + key->len - 1;
+	while (p < end)
+	{
+		char		buf[4];
+		int			n;
+
+		if (*p != '\\')
+		{
+			if (pos >= namelen || name[pos] != *p)
+				return false;
+			pos++;
+			p++;
+			continue;
+		}
+		n = kl_json_unescape(&p, buf);
+		if (pos + n > namelen || memcmp(name + pos, buf, n) != 0)
+			return false;
+		pos += n;
+	}
+	return pos == namelen;
 }
 
 /*
@@ -646,6 +718,7 @@ kl_json_decode_string(const KlJsonValue *s, StringInfo out)
 	while (p < end)
 	{
 		const char *run = p;
+		char		buf[4];
 
 		while (p < end && *p != '\\')
 			p++;
@@ -653,49 +726,7 @@ kl_json_decode_string(const KlJsonValue *s, StringInfo out)
 			appendBinaryStringInfo(out, run, p - run);
 		if (p >= end)
 			break;
-		switch (p[1])
-		{
-			case 'b':
-				appendStringInfoChar(out, '\b');
-				p += 2;
-				break;
-			case 'f':
-				appendStringInfoChar(out, '\f');
-				p += 2;
-				break;
-			case 'n':
-				appendStringInfoChar(out, '\n');
-				p += 2;
-				break;
-			case 'r':
-				appendStringInfoChar(out, '\r');
-				p += 2;
-				break;
-			case 't':
-				appendStringInfoChar(out, '\t');
-				p += 2;
-				break;
-			case 'u':
-				{
-					unsigned int cp = kl_hex4(p + 2);
-
-					p += 6;
-					if (cp >= 0xD800 && cp <= 0xDBFF)
-					{
-						unsigned int lo = kl_hex4(p + 2);
-
-						cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-						p += 6;
-					}
-					kl_json_append_utf8(out, cp);
-					break;
-				}
-			default:
-				/* '"', '\\' and '/' stand for themselves */
-				appendStringInfoChar(out, p[1]);
-				p += 2;
-				break;
-		}
+		appendBinaryStringInfo(out, buf, kl_json_unescape(&p, buf));
 	}
 }
 

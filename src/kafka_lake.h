@@ -215,11 +215,22 @@ typedef struct KlEvent
 	int64		cycle_time_ms;
 } KlEvent;
 
+/* What kl_parse_iso_timestamp makes of an event_time */
+typedef enum KlIsoVerdict
+{
+	KL_ISO_VALID,
+	KL_ISO_INVALID,				/* not what datetime.fromisoformat reads */
+	KL_ISO_NO_ZONE,				/* a timestamp without a zone */
+	KL_ISO_OFFSET_RANGE			/* a zone of 16 hours or more */
+} KlIsoVerdict;
+
 extern const char *kl_contract_validate(const char *value, size_t len, KlEvent *ev);
 extern void kl_event_append_json(StringInfo out, const KlEvent *ev);
 extern bool kl_parse_iso_date(const char *s, int len, DateADT *result);
-extern bool kl_valid_iso_timestamptz(const char *s, int len);
+extern KlIsoVerdict kl_parse_iso_timestamp(const char *s, int len, bool landed,
+										   TimestampTz *instant, DateADT *written_day);
 extern bool kl_parse_event_time(const char *s, int len, TimestampTz *result);
+extern bool kl_json_event_time(const KlJsonValue *v, TimestampTz *result);
 
 /* ---------- in digest.c ---------- */
 typedef struct KlSha256

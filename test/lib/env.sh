@@ -20,7 +20,8 @@ KL_ROOT=${KL_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 KL_PG_BIN=${KL_PG_BIN:-/usr/lib/postgresql/15/bin}
 export PG_CONFIG=$KL_PG_BIN/pg_config
 KL_PACKAGES=(build-essential postgresql-15 postgresql-server-dev-15 librdkafka-dev libssl-dev
-	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-cron kcat)
+	libicu-dev postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-cron kcat
+	python3)
 
 kl_log() { printf '== %s\n' "$*" >&2; }
 

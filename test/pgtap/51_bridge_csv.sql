@@ -4,7 +4,8 @@
 -- Self-contained, not wrapped in a transaction.
 --
 -- Part 1, golden bytes: events whose fields hold a comma, a quote, a line
--- feed, a carriage return, non-ASCII text, a null key and a key that is not
+-- feed, a carriage return, non-ASCII text (identifiers lower-cased as Python's
+-- str.lower() does: Überwerk becomes überwerk), a null key and a key that is not
 -- UTF-8.  The expected file is written out here byte for byte; only the
 -- broker's timestamps and the fingerprints (which depend on them) are taken
 -- from the landed records, because produce() lets the broker stamp the time.
@@ -109,7 +110,7 @@ SELECT is(pg_read_file(:'csv_path'),
     || format(E'2026-07-01T08:00:00+09:00,"plant, north",line-01,wo-1,m-1,prd-a,assembly,10,1,1500,2026-07-01,"evt-51-comma,""quoted""",1,%s,0,0,"k,1",%s,%s\n', :'topic', :'ts0', :'fp0')
     || format(E'2026-07-01T08:01:00+09:00,"plant\nsouth","line-""2""",wo-2,m-2,prd-a,assembly,20,2,1600,2026-07-01,evt-51-lf,1,%s,0,1,"k""2",%s,%s\n', :'topic', :'ts1', :'fp1')
     || format(E'2026-07-01T08:02:00+09:00,plant-01,line-03,wo-3,m-3,prd-a,assembly,30,3,1700,2026-07-01,evt-51-cr\rx,1,%s,0,2,,%s,%s\n', :'topic', :'ts2', :'fp2')
-    || format(E'2026-07-01T08:03:00+09:00,Überwerk,line-04,wo-4,m-4,prd-É,assembly,40,4,1800,2026-07-01,evt-51-ünïcødé-日本,1,%s,0,3,ключ,%s,%s\n', :'topic', :'ts3', :'fp3')
+    || format(E'2026-07-01T08:03:00+09:00,überwerk,line-04,wo-4,m-4,prd-é,assembly,40,4,1800,2026-07-01,evt-51-ünïcødé-日本,1,%s,0,3,ключ,%s,%s\n', :'topic', :'ts3', :'fp3')
     || format(E'2026-07-01T08:04:00+09:00,plant-01,line-05,wo-5,m-5,prd-a,assembly,50,5,1900,2026-07-01,evt-51-b64,1,%s,0,4,//4wMQ==,%s,%s\n', :'topic', :'ts4', :'fp4')
     || format(E'2026-07-01T08:05:00.123+09:00,plant-01,line-06,wo-6,m-6,prd-a,assembly,60,6,2000,2026-07-01,evt-51-emoji-😀,1,%s,0,5,🔑,%s,%s\n', :'topic', :'ts5', :'fp5'),
     'events.csv holds exactly the canonical bytes: quotes only around , " and LF, CR as is, UTF-8 (also outside the BMP), empty null key, base64 key');
@@ -129,7 +130,7 @@ SELECT results_eq(
     $$VALUES ('evt-51-comma,"quoted"', 'plant, north', 'line-01', 'prd-a', 'k,1'),
              ('evt-51-lf', E'plant\nsouth', 'line-"2"', 'prd-a', 'k"2'),
              (E'evt-51-cr\rx', 'plant-01', 'line-03', 'prd-a', NULL),
-             ('evt-51-ünïcødé-日本', 'Überwerk', 'line-04', 'prd-É', 'ключ'),
+             ('evt-51-ünïcødé-日本', 'überwerk', 'line-04', 'prd-é', 'ключ'),
              ('evt-51-b64', 'plant-01', 'line-05', 'prd-a', '//4wMQ=='),
              ('evt-51-emoji-😀', 'plant-01', 'line-06', 'prd-a', '🔑')$$,
     'silver: the same values, read back from the CSV');

@@ -5,10 +5,14 @@
 # and checks that the foreign table reads the same rows, the source keeps its consumer group
 # (the 1.0 default, kafka_lake.<source>), verify() stays clean, the same date
 # bridges to the same source_hash (adapter reused, run skipped, no new snapshot), and landing
-# and bridging go on.  Then a database created at the default version must hold the same
-# extension objects as the updated one.  Needs the broker.
+# and bridging go on.  A landing written by the 1.0 build itself (test/fixtures/: an event_time with
+# a lower-case "z", identifiers lower-cased and trimmed in ASCII only, an escaped field name
+# quarantined), adopted by recover(), bridges to the source_hash the 1.0 build computed, before
+# and after the update, and its event_time values still read as instants.  Then a database
+# created at the default version must hold the same extension objects as the updated one.  Needs
+# the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 13
+plan 17
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 db=kl_upgrade
 topic=upgrade.t
@@ -34,6 +38,18 @@ SELECT kafka_lake.produce('up_srv', '$topic', value, partition => 1)
         WHERE status = 'accepted' ORDER BY partition, "offset" LIMIT 1) e;
 SELECT count(*) FROM kafka_lake.land('up_src');
 SQL
+
+# a landing written by the 1.0 build, adopted as it is (its files never change)
+fixture=$(cd "$(dirname "$0")/../fixtures" && pwd)
+legacy_hash=b249bed518295d84110742a2d23482995cecbe0bdea9045dd912f9837d263e19
+q -d $db -c "SELECT kafka_lake.create_source('legacy_src', 'up_srv', 'kafka_lake.legacy.v1')" >/dev/null
+legacy_dir=$(q -d $db -c "SELECT current_setting('data_directory') || '/kafka_lake/legacy_src'")
+cp -r "$fixture/topic=kafka_lake.legacy.v1" "$legacy_dir/"
+chown -R postgres: "$legacy_dir"
+is "$(q -d $db -c "SELECT source_hash || ' ' || run_status FROM kafka_lake.bridge('legacy_src', '2026-06-29')")" \
+	"$legacy_hash processed" "a landing of the 1.0 build bridges to the source_hash the 1.0 build computed"
+legacy_before=$(q -d $db -c "SELECT md5(string_agg(\"offset\" || ':' || status || ':' || coalesce(event::text, validation_error), E'\n'
+	ORDER BY \"offset\")) FROM kafka_lake.legacy_src_records")
 
 state() {
 	q -d $db -c "SELECT string_agg(status || '=' || n, ' ' ORDER BY status) FROM
@@ -61,12 +77,24 @@ is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_la
 is "$(state)" "$before" "every landed record reads the same after the update"
 is "$(q -d $db -c "SELECT group_id FROM kafka_lake.sources WHERE source = 'up_src'")" kafka_lake.up_src \
 	"a source keeps the consumer group it had"
-is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('up_src')")" 0 "verify() is clean after the update"
+is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('up_src')") $(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('legacy_src')")" "0 0" \
+	"verify() is clean after the update, also on the 1.0 build's landing"
 is "$(q -d $db -c "SELECT source_hash || ' ' || adapter_status || ' ' || run_status || ' ' || snapshot_status
 	FROM kafka_lake.bridge('up_src', '2026-06-29')")" "$hash reused skipped skipped" \
 	"the same date bridges to the same source_hash: adapter reused, run skipped, no new snapshot"
 is "$(q -d $db -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) FROM kafka_lake.gold_current g")" \
 	"$gold_before" "gold is unchanged"
+
+is "$(q -d $db -c "SELECT md5(string_agg(\"offset\" || ':' || status || ':' || coalesce(event::text, validation_error), E'\n'
+	ORDER BY \"offset\")) FROM kafka_lake.legacy_src_records")" "$legacy_before" \
+	"the 1.0 build's landing reads the same after the update (its lower-case z, its ASCII-only lower-casing)"
+is "$(q -d $db -c "SELECT source_hash || ' ' || adapter_status || ' ' || run_status FROM kafka_lake.bridge('legacy_src', '2026-06-29')")" \
+	"$legacy_hash reused skipped" "after the update the 1.0 build's landing bridges to the same source_hash"
+q -d $db -c "CREATE FOREIGN TABLE legacy_times (event_id text, event_time timestamptz) SERVER up_srv
+	OPTIONS (source 'legacy_src', status 'accepted')" >/dev/null
+is "$(q -d $db -c "SELECT string_agg(event_id || ' ' || (event_time AT TIME ZONE 'UTC')::text, ', ' ORDER BY event_id) FROM legacy_times")" \
+	"evt-legacy-1 2026-06-29 08:00:00, evt-legacy-2 2026-06-28 23:01:00.123457, evt-legacy-3 2026-06-29 08:02:00" \
+	"the 1.0 build's event_time values (a lower-case z, nine fraction digits) read as the same instants"
 
 # landing and bridging go on after the update
 "$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --count 100 --partitions 2 \
