@@ -6,7 +6,7 @@
  *	  canonical CSV (the adapter version), silver rows, eight quality checks
  *	  and, when every check passes, a new gold snapshot of that date.
  *
- * THE STEPS (SPEC sections 3.5 and 8)
+ * THE STEPS
  *
  *	1. lock: one bridge per (source, date) at a time, with a
  *	   transaction-level lock in kafka_lake's advisory lock space (fourth
@@ -2060,7 +2060,7 @@ kl_spi_text(int col)
 
 /*
  * kl_bridge_check
- *		The eight checks of SPEC section 8, each comparing numbers that two
+ *		The eight quality checks, each comparing numbers that two
  *		different paths computed (see the file header).
  */
 static void
@@ -2481,7 +2481,8 @@ kl_bridge_reject(KlBridge *b, int64 *snapshot_id)
 
 /*
  * kafka_lake_bridge
- *		bridge(source, business_date): one row of SPEC section 3.5.
+ *		bridge(source, business_date): one row (business_date, source_hash,
+ *		the adapter version, the run, the checks, silver, gold, the snapshot).
  */
 Datum
 kafka_lake_bridge(PG_FUNCTION_ARGS)

@@ -5,11 +5,11 @@
  *	  the scan, EXPLAIN and ANALYZE.
  *
  * A kafka_lake foreign table names a source (and optionally one status);
- * its columns are either the envelope columns of SPEC section 5 (topic,
- * partition, "offset", key, timestamp_ms, fingerprint, status, event_id,
- * business_date, event, raw_value, validation_error, batch_id) or, under
- * any other name, a field of the event, read with the column's type.  The
- * column option "field" makes any column an event field of that name.  A
+ * its columns are either the envelope columns of kafka_lake.<source>_records
+ * (topic, partition, "offset", key, timestamp_ms, fingerprint, status,
+ * event_id, business_date, event, raw_value, validation_error, batch_id) or,
+ * under any other name, a field of the event, read with the column's type.
+ * The column option "field" makes any column an event field of that name.  A
  * table reads only a source of its own server: USAGE on a server is what
  * lets a role declare foreign tables there, so it must not open another
  * server's landing.
@@ -142,6 +142,13 @@ static const char *const kl_column_names[] = {
 	"topic", "partition", "offset", "key", "timestamp_ms", "fingerprint",
 	"status", "event_id", "business_date", "event", "raw_value",
 	"validation_error", "batch_id", NULL
+};
+
+/* ... and their types in kafka_lake.<source>_records */
+static const char *const kl_column_types[] = {
+	"text", "integer", "bigint", "text", "bigint", "text",
+	"text", "text", "date", "jsonb", "text",
+	"text", "text", NULL
 };
 
 /* One clause that can prune: <column> <strategy> <value>, or = ANY (<array>) */
@@ -1694,8 +1701,8 @@ kl_input_function_call(KlScanState *st, KlAttr *a, char *text)
 			edata->hint = psprintf("Column \"%s\" reads event field \"%s\" as type %s; declare it with a type that can hold the field's values (text reads any), or name another field with the column option \"field\".",
 								   a->name, a->field_name, format_type_be(a->typid));
 		else
-			edata->hint = psprintf("Column \"%s\" of a kafka_lake foreign table is best declared with the type of SPEC section 5, not %s.",
-								   a->name, format_type_be(a->typid));
+			edata->hint = psprintf("Column \"%s\" of a kafka_lake foreign table is best declared as %s, its type in kafka_lake.<source>_records, not %s.",
+								   a->name, kl_column_types[a->kind], format_type_be(a->typid));
 		ReThrowError(edata);
 	}
 	PG_END_TRY();

@@ -6,7 +6,7 @@
  *
  * Why not PostgreSQL's json/jsonb: landing validates every record value and
  * the scan parses every landed line.  Going through jsonb costs 3 to 5 times
- * what the rest of either path costs (see NOTES: count(line::jsonb) runs at a
+ * what the rest of either path costs (measured: count(line::jsonb) runs at a
  * third of the speed of file_fdw), and both paths only need a few top-level
  * members.  This reader walks the bytes once, validates as it goes (RFC 8259
  * grammar, UTF-8 in strings, no control characters, bounded nesting), and

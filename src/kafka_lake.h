@@ -503,7 +503,7 @@ extern List *kl_disk_partitions(KlSource *src);
 
 /* ---------- in csv.c ---------- */
 
-/* The columns of the canonical CSV, in SPEC section 8 order */
+/* The columns of the canonical CSV, in their order */
 typedef enum KlCsvColumn
 {
 	KL_CSV_EVENT_TIME,

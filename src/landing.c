@@ -4,7 +4,7 @@
  *	  Batch directories on disk: the layout, and steps 3 and 4 of the
  *	  landing protocol (write, fsync, rename, fsync).
  *
- * Layout (SPEC section 4):
+ * Layout:
  *
  *	<landing_dir>/<source>/topic=<topic>/partition=<p>/batch=<id>/
  *		accepted.jsonl  duplicates.jsonl  quarantine.jsonl  manifest.json

@@ -1,4 +1,4 @@
--- test/pgtap/10_options.sql: the validator (SPEC 3.1).  Needs no broker.
+-- test/pgtap/10_options.sql: the validator.  Needs no broker.
 SELECT plan(26);
 
 -- a server needs brokers; everything else is a librdkafka property
