@@ -16,11 +16,12 @@ OBJS = \
 	src/contract.o \
 	src/digest.o \
 	src/catalog.o \
-	src/landing.o \
+	src/batch_format.o \
+	src/landing_files.o \
 	src/fileundo.o \
 	src/land.o \
 	src/recover.o \
-	src/reader.o \
+	src/batch_read.o \
 	src/fdw.o \
 	src/csv.o \
 	src/bridge.o

@@ -19,7 +19,7 @@
  *	3. select (pass 1): read the catalog's batches of that date with a fresh
  *	   snapshot, then each accepted.jsonl in (partition, offset) order, the
  *	   batch's manifest and the file checked against the catalog's copy of
- *	   the manifest (reader.c: manifest size and CRC-32C; file size, lines,
+ *	   the manifest (batch_read.c: manifest size and CRC-32C; file size, lines,
  *	   CRC-32C; a mismatch is XX001) before its first line is used: a batch
  *	   that disagrees with its manifest is refused; keep the lines
  *	   whose event has that business_date, except coordinates that recover
@@ -102,8 +102,9 @@
  * The bridge is meant to run at the speed of the disk: one pass over the
  * JSONL, one over the CSV (from the page cache), one SQL scan of silver, no
  * SQL per row.  What it takes:
- *	- accepted lines in landing.c's own layout are parsed by a matcher of
- *	  that layout (kl_fast_line), anything else by the strict parser;
+ *	- accepted lines are read by the fast path of batch_format.c, which
+ *	  takes every line land() writes (a DEBUG1 line counts the lines it
+ *	  did not take);
  *	- the natural-key set is probed through a short prefetch pipeline, so
  *	  that its cache misses overlap;
  *	- silver is appended (no free-space-map search: silver is append-only,
@@ -820,203 +821,6 @@ kl_json_int(const KlJsonValue *v, const char *name)
 }
 
 /*
- * kl_fast_literal / kl_fast_string / kl_fast_int / kl_fast_int_or_null
- *		Pieces of kl_fast_line: match a literal, a string, an integer.
- */
-static inline bool
-kl_fast_literal(const char **pp, const char *end, const char *lit, size_t n)
-{
-	if ((size_t) (end - *pp) < n || memcmp(*pp, lit, n) != 0)
-		return false;
-	*pp += n;
-	return true;
-}
-
-#define KL_FAST_LIT(pp, end, lit) kl_fast_literal((pp), (end), (lit), sizeof(lit) - 1)
-
-static inline int
-kl_fast_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static inline bool
-kl_fast_string(const char **pp, const char *end, KlJsonValue *v)
-{
-	const char *p = *pp;
-
-	if (p >= end || *p != '"')
-		return false;
-	v->type = KL_JSON_STRING;
-	v->start = p++;
-	v->has_escapes = false;
-	v->is_integer = false;
-	for (;;)
-	{
-		unsigned char c;
-
-		if (p >= end)
-			return false;
-		c = (unsigned char) *p;
-		if (c == '"')
-			break;
-		if (c == '\\')
-		{
-			if (end - p < 2)
-				return false;
-			v->has_escapes = true;
-			if (p[1] == 'u')
-			{
-				int			cp = 0;
-
-				if (end - p < 6)
-					return false;
-				for (int i = 2; i < 6; i++)
-				{
-					int			h = kl_fast_hex(p[i]);
-
-					if (h < 0)
-						return false;
-					cp = cp * 16 + h;
-				}
-				/* surrogate pairs are left to the strict parser */
-				if (cp >= 0xD800 && cp <= 0xDFFF)
-					return false;
-				p += 6;
-			}
-			else if (strchr("\"\\/bfnrt", p[1]) != NULL && p[1] != '\0')
-				p += 2;
-			else
-				return false;
-			continue;
-		}
-		/* raw non-ASCII or control bytes are left to the strict parser */
-		if (c < 0x20 || c >= 0x80)
-			return false;
-		p++;
-	}
-	p++;
-	v->len = p - v->start;
-	*pp = p;
-	return true;
-}
-
-static inline bool
-kl_fast_int(const char **pp, const char *end, KlJsonValue *v)
-{
-	const char *p = *pp;
-	const char *digits;
-
-	v->type = KL_JSON_NUMBER;
-	v->start = p;
-	v->has_escapes = false;
-	v->is_integer = true;
-	if (p < end && *p == '-')
-		p++;
-	digits = p;
-	while (p < end && *p >= '0' && *p <= '9')
-		p++;
-	if (p == digits || p - digits > 19 ||
-		(p < end && (*p == '.' || *p == 'e' || *p == 'E')))
-		return false;
-	v->len = p - v->start;
-	*pp = p;
-	return true;
-}
-
-/*
- * kl_fast_line
- *		Parse an accepted line written in the exact layout of landing.c
- *		(json.dumps with sorted keys, ASCII only) into line: the 13 event
- *		fields in CSV order, key, key_base64, offset, partition and
- *		timestamp_ms.  Returns false at the first byte that differs from
- *		that layout; the caller then uses the strict, general parser
- *		(kl_line_parse), so a line written by another tool is still read
- *		right, only slower.  The file's CRC was checked before.
- */
-static bool
-kl_fast_line(const char *text, size_t len, KlLine *line)
-{
-	const char *p = text;
-	const char *end = text + len;
-	KlJsonValue *f = line->fields;
-	KlJsonValue v;
-
-	if (!KL_FAST_LIT(&p, end, "{\"event\": {\"business_date\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_BUSINESS_DATE]) ||
-		!KL_FAST_LIT(&p, end, ", \"cycle_time_ms\": ") ||
-		!kl_fast_int(&p, end, &f[KL_CSV_CYCLE_TIME_MS]) ||
-		!KL_FAST_LIT(&p, end, ", \"defect_count\": ") ||
-		!kl_fast_int(&p, end, &f[KL_CSV_DEFECT_COUNT]) ||
-		!KL_FAST_LIT(&p, end, ", \"event_id\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_EVENT_ID]) ||
-		!KL_FAST_LIT(&p, end, ", \"event_time\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_EVENT_TIME]) ||
-		!KL_FAST_LIT(&p, end, ", \"line_id\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_LINE_ID]) ||
-		!KL_FAST_LIT(&p, end, ", \"machine_id\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_MACHINE_ID]) ||
-		!KL_FAST_LIT(&p, end, ", \"operation\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_OPERATION]) ||
-		!KL_FAST_LIT(&p, end, ", \"plant_id\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_PLANT_ID]) ||
-		!KL_FAST_LIT(&p, end, ", \"product_code\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_PRODUCT_CODE]) ||
-		!KL_FAST_LIT(&p, end, ", \"schema_version\": ") ||
-		!kl_fast_int(&p, end, &f[KL_CSV_SCHEMA_VERSION]) ||
-		!KL_FAST_LIT(&p, end, ", \"units_produced\": ") ||
-		!kl_fast_int(&p, end, &f[KL_CSV_UNITS_PRODUCED]) ||
-		!KL_FAST_LIT(&p, end, ", \"work_order_id\": ") ||
-		!kl_fast_string(&p, end, &f[KL_CSV_WORK_ORDER_ID]) ||
-		!KL_FAST_LIT(&p, end, "}, \"kafka\": {\"key\": "))
-		return false;
-
-	line->key.type = KL_JSON_NULL;
-	line->key_base64.type = KL_JSON_NULL;
-	if (KL_FAST_LIT(&p, end, "null"))
-	{
-		if (KL_FAST_LIT(&p, end, ", \"key_base64\": ") &&
-			!kl_fast_string(&p, end, &line->key_base64))
-			return false;
-	}
-	else if (!kl_fast_string(&p, end, &line->key))
-		return false;
-
-	if (!KL_FAST_LIT(&p, end, ", \"offset\": ") ||
-		!kl_fast_int(&p, end, &v) ||
-		!kl_json_parse_int64(v.start, v.len, &line->offset) ||
-		!KL_FAST_LIT(&p, end, ", \"partition\": ") ||
-		!kl_fast_int(&p, end, &v))
-		return false;
-	{
-		int64		partition;
-
-		if (!kl_json_parse_int64(v.start, v.len, &partition) ||
-			partition < 0 || partition > PG_INT32_MAX)
-			return false;
-		line->partition = (int32) partition;
-	}
-	if (!KL_FAST_LIT(&p, end, ", \"timestamp_ms\": "))
-		return false;
-	if (KL_FAST_LIT(&p, end, "null"))
-		line->timestamp_ms = -1;
-	else if (!kl_fast_int(&p, end, &v) ||
-			 !kl_json_parse_int64(v.start, v.len, &line->timestamp_ms))
-		return false;
-	if (!KL_FAST_LIT(&p, end, ", \"topic\": ") ||
-		!kl_fast_string(&p, end, &v) ||
-		!KL_FAST_LIT(&p, end, "}}"))
-		return false;
-	return p == end;
-}
-
-/*
  * kl_mark_first_seen
  *		Selected event number event is the first of its natural key.
  */
@@ -1054,6 +858,7 @@ kl_bridge_select(KlBridge *b, List *batches)
 	char		date_json[13];
 	char		fingerprint[KL_SHA256_HEX_LEN + 1];
 	int64		capacity = 0;
+	int64		lines_read = 0;
 	uint8		digest[KL_SHA256_LEN];
 	ListCell   *cell;
 
@@ -1105,8 +910,7 @@ kl_bridge_select(KlBridge *b, List *batches)
 
 			if ((reader.lineno & 1023) == 0)
 				CHECK_FOR_INTERRUPTS();
-			if (!kl_fast_line(text, len, &line))
-				kl_line_parse(&line, text, len, KL_WANT_KAFKA);
+			kl_line_parse(&line, text, len, KL_WANT_KAFKA);
 
 			/* only events of the date, and not demoted coordinates */
 			if (f[KL_CSV_BUSINESS_DATE].type != KL_JSON_STRING)
@@ -1221,6 +1025,7 @@ kl_bridge_select(KlBridge *b, List *batches)
 		}
 
 		error_context_stack = reader.errcallback.previous;
+		lines_read += reader.lineno;
 		kl_reader_close(&reader);
 		MemoryContextSwitchTo(b->cxt);
 		MemoryContextReset(batch_cxt);
@@ -1228,6 +1033,10 @@ kl_bridge_select(KlBridge *b, List *batches)
 	kl_keyset_drain(&keys, kl_mark_first_seen, b);
 	b->distinct_keys = keys.count;
 	MemoryContextDelete(keys_cxt);
+	ereport(DEBUG1,
+			(errmsg_internal("kafka_lake bridge of \"%s\" %s: %lld accepted lines read, %lld of them parsed strictly",
+							 b->src->source, b->date_text, (long long) lines_read,
+							 (long long) line.parsed_strictly)));
 
 	if (b->selected == 0)
 		ereport(ERROR,

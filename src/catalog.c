@@ -105,8 +105,6 @@ PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
 
 #define KL_LOCK_SPACE_PARTITION		0x4B4C
 #define KL_MAX_SOURCE_NAME			55	/* so that "<source>_records" fits NAMEDATALEN */
-#define KL_SOURCE_MARKER			".kafka_lake_source"
-#define KL_SOURCE_MARKER_LINE		"database %u source %s\n"	/* its content */
 #define KL_MAX_KAFKA_STRING			32767	/* bytes of a Kafka protocol string */
 #define KL_LOCK_SPACE_GROUP			0x4B47	/* "KG": create_source's group ids */
 
@@ -232,21 +230,6 @@ kl_check_group_id(const char *group_id)
 				 errdetail("Kafka strings hold at most %d bytes; this group id has %zu bytes in UTF-8.",
 						   KL_MAX_KAFKA_STRING, strlen(utf8)),
 				 errhint("Use a shorter group id, or leave group_id out for the default kafka_lake.<database>.<source>.")));
-}
-
-/*
- * kl_status_file_index
- *		The file that holds records of a status, or -1 for an unknown status.
- */
-int
-kl_status_file_index(const char *status)
-{
-	for (int i = 0; i < KL_NFILES; i++)
-	{
-		if (strcmp(status, kl_status_names[i]) == 0)
-			return i;
-	}
-	return -1;
 }
 
 /*
@@ -1095,6 +1078,219 @@ kl_catalog_record_replay(KlSource *src, int32 partition, int64 from, int64 to,
 	kl_catalog_end(cs);
 }
 
+/* ----------------------------------------------------------------
+ *		The batches of a source, as readers see them
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_bounds_init
+ *		No bounds: every batch of the source.
+ */
+void
+kl_bounds_init(KlBounds *bounds)
+{
+	memset(bounds, 0, sizeof(*bounds));
+	bounds->partition_lo = 0;
+	bounds->partition_hi = PG_INT32_MAX;
+	bounds->offset_lo = 0;
+	bounds->offset_hi = PG_INT64_MAX;
+	bounds->date_lo = DATEVAL_NOBEGIN;
+	bounds->date_hi = DATEVAL_NOEND;
+	for (int i = 0; i < KL_NFILES; i++)
+		bounds->files[i] = true;
+}
+
+/*
+ * kl_bounds_empty
+ *		Do the bounds exclude everything?
+ */
+bool
+kl_bounds_empty(const KlBounds *bounds)
+{
+	bool		any_file = false;
+
+	for (int i = 0; i < KL_NFILES; i++)
+		any_file |= bounds->files[i];
+	return bounds->contradiction || !any_file ||
+		bounds->partition_lo > bounds->partition_hi ||
+		bounds->offset_lo > bounds->offset_hi ||
+		bounds->date_lo > bounds->date_hi;
+}
+
+/*
+ * kl_int8_array3
+ *		The three elements of a bigint[3] datum (one per file).
+ */
+static void
+kl_int8_array3(Datum d, int64 *out)
+{
+	ArrayType  *a = DatumGetArrayTypeP(d);
+	int64	   *v = (int64 *) ARR_DATA_PTR(a);
+
+	if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != KL_NFILES || ARR_HASNULL(a))
+		elog(ERROR, "unexpected file checks in kafka_lake.batches");
+	for (int i = 0; i < KL_NFILES; i++)
+		out[i] = v[i];
+}
+
+/*
+ * kl_catalog_scan_batches
+ *		The batches of a source within bounds, ascending by partition and
+ *		offset, as seen by the current snapshot.  *total gets the number of
+ *		batches of the source (to report how many were pruned).  When
+ *		want_fingerprints, each batch carries its coordinates' fingerprints.
+ */
+List *
+kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerprints,
+						int64 *total)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+	StringInfoData sql;
+	Oid			types[8] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, DATEOID, DATEOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = "        ";
+	KlCatalogSave cs;
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = Int32GetDatum(bounds->partition_lo);
+	values[2] = Int32GetDatum(bounds->partition_hi);
+	values[3] = Int64GetDatum(bounds->offset_lo);
+	values[4] = Int64GetDatum(bounds->offset_hi);
+	values[5] = DateADTGetDatum(bounds->date_lo);
+	values[6] = DateADTGetDatum(bounds->date_hi);
+	if (bounds->batch_id)
+		values[7] = CStringGetTextDatum(bounds->batch_id);
+	else
+	{
+		values[7] = (Datum) 0;
+		nulls[7] = 'n';
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT b.batch_id, b.partition, b.first_offset, b.last_offset,"
+					 " b.file_bytes, b.file_lines, b.file_crc32c,"
+					 " b.accepted_count, b.duplicate_count, b.quarantine_count,"
+					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 THEN c.statuses END,"
+					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
+					 " %s,"
+					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
+					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s"
+					 " FROM kafka_lake.batches b"
+					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
+					 " WHERE b.source_id = $1"
+					 " AND b.partition BETWEEN $2 AND $3"
+					 " AND b.last_offset >= $4 AND b.first_offset <= $5"
+					 " AND ($6 = '-infinity'::date OR b.max_business_date >= $6)"
+					 " AND ($7 = 'infinity'::date OR b.min_business_date <= $7)"
+					 " AND ($8 IS NULL OR b.batch_id = $8)"
+					 " AND (%s OR %s OR %s)"
+					 " ORDER BY b.partition, b.first_offset",
+					 want_fingerprints ? "true" : "false",
+					 want_fingerprints ? "c.fingerprints" : "NULL::bytea",
+					 kl_catalog_has_manifest_checks() ?
+					 "b.manifest_bytes, b.manifest_crc32c" : "NULL::bigint, NULL::bigint",
+					 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
+					 bounds->files[KL_FILE_DUPLICATES] ?
+					 "b.duplicate_count > 0 OR pg_catalog.strpos(c.statuses, 'D') > 0" : "false",
+					 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(sql.data, 8, types, values, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	*total = 0;
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[row];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(caller);
+		KlBatchRef *b = palloc0(sizeof(KlBatchRef));
+		bool		isnull;
+		int64		v[KL_NFILES];
+		Datum		d;
+
+		strlcpy(b->batch_id, TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull)),
+				sizeof(b->batch_id));
+		b->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		b->first_offset = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		b->last_offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		kl_int8_array3(SPI_getbinval(tup, desc, 5, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].bytes = v[i];
+		kl_int8_array3(SPI_getbinval(tup, desc, 6, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].lines = v[i];
+		kl_int8_array3(SPI_getbinval(tup, desc, 7, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].crc32c = (uint32) v[i];
+		b->counts[0] = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+		b->counts[1] = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+		b->counts[2] = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
+
+		d = SPI_getbinval(tup, desc, 11, &isnull);
+		if (!isnull)
+			b->demoted_statuses = TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 12, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elems;
+			int			nelems;
+
+			deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, true, TYPALIGN_DOUBLE,
+							  &elems, NULL, &nelems);
+			b->offset_list = palloc(sizeof(int64) * nelems);
+			for (int i = 0; i < nelems; i++)
+				b->offset_list[i] = DatumGetInt64(elems[i]);
+		}
+		d = SPI_getbinval(tup, desc, 13, &isnull);
+		if (!isnull)
+		{
+			bytea	   *fp = DatumGetByteaPCopy(d);
+
+			b->fingerprints = (uint8 *) VARDATA(fp);
+			b->nfingerprints = VARSIZE(fp) / KL_SHA256_LEN;
+		}
+		*total = DatumGetInt64(SPI_getbinval(tup, desc, 14, &isnull));
+		d = SPI_getbinval(tup, desc, 15, &isnull);
+		if (!isnull)
+		{
+			b->has_dates = true;
+			b->min_date = DatumGetDateADT(d);
+			d = SPI_getbinval(tup, desc, 16, &isnull);
+			b->max_date = isnull ? b->min_date : DatumGetDateADT(d);
+		}
+		strlcpy(b->manifest_sha256, TextDatumGetCString(SPI_getbinval(tup, desc, 17, &isnull)),
+				sizeof(b->manifest_sha256));
+		d = SPI_getbinval(tup, desc, 18, &isnull);
+		b->manifest_bytes = isnull ? -1 : DatumGetInt64(d);
+		d = SPI_getbinval(tup, desc, 19, &isnull);
+		if (isnull)
+			b->manifest_bytes = -1;
+		else
+			b->manifest_crc32c = (uint32) DatumGetInt64(d);
+		result = lappend(result, b);
+		MemoryContextSwitchTo(old);
+	}
+	if (SPI_processed == 0)
+	{
+		/* still say how many there are */
+		Oid			t1[1] = {INT4OID};
+
+		if (SPI_execute_with_args("SELECT pg_catalog.count(*) FROM kafka_lake.batches WHERE source_id = $1",
+								  1, t1, values, NULL, true, 0) == SPI_OK_SELECT)
+		{
+			bool		isnull;
+
+			*total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+		}
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
 /*
  * kl_catalog_batch_ids
  *		The batch ids the catalog knows for a partition, ascending.
@@ -1269,138 +1465,6 @@ kl_unlock_partition(KlSource *src, int32 partition)
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
 						 KL_LOCK_SPACE_PARTITION);
 	LockRelease(&tag, ExclusiveLock, false);
-}
-
-/*
- * kl_source_marker_line
- *		What the marker file of this database's source of that name says.
- */
-static char *
-kl_source_marker_line(const char *source)
-{
-	return psprintf(KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
-}
-
-/*
- * kl_source_dir_is_ours
- *		Does a directory carry the marker of this database's source of the
- *		directory's own name?  Only such a directory is ever removed
- *		(drop_source) or cleaned (recover).  Plain system calls and a buffer
- *		on the stack, and never an ERROR: it also runs while a transaction
- *		commits.
- */
-bool
-kl_source_dir_is_ours(const char *dir)
-{
-	const char *source = last_dir_separator(dir);
-	char		path[MAXPGPATH];
-	char		expected[NAMEDATALEN + 64];
-	char		found[NAMEDATALEN + 64];
-	struct stat st;
-	int			fd;
-	ssize_t		n;
-
-	source = source ? source + 1 : dir;
-	if (strlen(source) >= NAMEDATALEN)
-		return false;
-	snprintf(path, sizeof(path), "%s/" KL_SOURCE_MARKER, dir);
-	snprintf(expected, sizeof(expected), KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
-	/* a regular file only: a FIFO put there must not block the backend */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY, 0);
-	if (fd < 0)
-		return false;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-	{
-		close(fd);
-		return false;
-	}
-	n = read(fd, found, sizeof(found) - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	found[n] = '\0';
-	return strcmp(found, expected) == 0;
-}
-
-/*
- * kl_dir_is_empty
- *		Does a directory hold nothing?
- */
-static bool
-kl_dir_is_empty(const char *dir)
-{
-	DIR		   *d = AllocateDir(dir);
-	struct dirent *de;
-	bool		empty = true;
-
-	while ((de = ReadDir(d, dir)) != NULL)
-	{
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-		{
-			empty = false;
-			break;
-		}
-	}
-	FreeDir(d);
-	return empty;
-}
-
-/*
- * kl_claim_source_dir
- *		Make the source's directory and mark it as this database's.  The
- *		landing directory belongs to the cluster while sources belong to a
- *		database: a directory left by a source of the same name in another
- *		database must not be adopted here.  One left by this database (a
- *		source dropped with drop_landing => false) is adopted on purpose.  An
- *		existing directory without a marker is claimed only when it is empty:
- *		a source never takes over a directory that holds anything else (it
- *		would remove it with drop_landing => true).
- */
-static void
-kl_claim_source_dir(const char *dir, const char *source)
-{
-	char	   *marker = psprintf("%s/" KL_SOURCE_MARKER, dir);
-	char	   *expected = kl_source_marker_line(source);
-	size_t		len;
-	char	   *found;
-	const char *not_regular;
-
-	kl_make_dirs(dir);
-	found = kl_read_whole_file(marker, &len, &not_regular);
-	if (found == NULL && not_regular != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("source marker \"%s\" is not a regular file", marker),
-				 errdetail("It is %s; kafka_lake writes this file itself.", not_regular),
-				 errhint("Remove \"%s\"; create_source() then writes it again.", marker)));
-	if (found != NULL)
-	{
-		if (strcmp(found, expected) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("landing directory \"%s\" belongs to another database", dir),
-					 errdetail("Its marker says: %s", pnstrdup(found, strcspn(found, "\n"))),
-					 errhint("Choose another source name, or give each database its own kafka_lake.landing_dir (ALTER DATABASE ... SET kafka_lake.landing_dir = ...).")));
-		return;
-	}
-	if (!kl_dir_is_empty(dir))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("landing directory \"%s\" exists and is not a kafka_lake source directory", dir),
-				 errdetail("It is not empty and has no marker file %s.", KL_SOURCE_MARKER),
-				 errhint("Choose another source name or another kafka_lake.landing_dir. If the directory holds batches that this database landed for source \"%s\", restore its marker: a file %s holding the line \"%s\".",
-						 source, KL_SOURCE_MARKER, pnstrdup(expected, strlen(expected) - 1))));
-	{
-		int			fd = OpenTransientFile(marker, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
-
-		if (fd < 0 || write(fd, expected, strlen(expected)) != (ssize_t) strlen(expected) ||
-			pg_fsync(fd) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write \"%s\": %m", marker)));
-		CloseTransientFile(fd);
-		fsync_fname(dir, true);
-	}
 }
 
 /*

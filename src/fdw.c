@@ -31,7 +31,7 @@
  *
  * Planning.  Restriction clauses of the form <column> <op> <value> and
  * <column> = ANY (<array>) (hence IN lists) on partition, "offset",
- * business_date, status, batch_id and topic become bounds (reader.c,
+ * business_date, status, batch_id and topic become bounds (catalog.c,
  * KlBounds) plus value sets (KlPrune, below) that prune whole batches (in
  * the catalog query and right after it) and whole files (by status) before
  * anything is opened.  <value> is anything the executor can compute once
@@ -55,7 +55,7 @@
  * statement's snapshot (a cursor keeps the list it started with), each
  * needed file is read whole into one buffer reused for every file, and
  * checked (size, lines, CRC-32C) before its first row; each line is parsed
- * only as far as the columns asked for need (reader.c).  Values are built
+ * only as far as the columns asked for need (batch_format.c).  Values are built
  * straight from the JSON spans, with fast paths for integers, booleans,
  * text, dates and ISO-8601 timestamps with a zone; other types go through
  * the column type's input function, and an error there names column,
@@ -2018,7 +2018,8 @@ kafkaLakeEndForeignScan(ForeignScanState *node)
  * kafkaLakeExplainForeignScan
  *		Source, statuses, batches and files read and pruned, bytes; with
  *		VERBOSE the event fields parsed; with ANALYZE files checked and
- *		lines read.
+ *		lines read, and with both the lines read by the strict parser
+ *		rather than the fast path (none, for a landing land() wrote).
  */
 static void
 kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
@@ -2067,6 +2068,9 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	{
 		ExplainPropertyInteger("Files Checked", NULL, st->files_checked, es);
 		ExplainPropertyInteger("Lines Read", NULL, st->lines_read, es);
+		/* lines the layout's fast path did not take (batch_format.c) */
+		if (es->verbose)
+			ExplainPropertyInteger("Lines Parsed Strictly", NULL, st->line.parsed_strictly, es);
 	}
 }
 

@@ -21,7 +21,7 @@
  * were made and abort runs the at-abort ones, newest first.  The callbacks
  * never raise an ERROR (after a commit it would be a PANIC): a file that
  * cannot be removed is a WARNING.  Every tree is removed by
- * kl_remove_tree (landing.c), the one place that deletes a landed tree.
+ * kl_remove_tree (landing_files.c), the one place that deletes a landed tree.
  *
  * DISPLACEMENT: A DIRECTORY RE-USED IN THE TRANSACTION THAT DROPS IT
  *
@@ -92,7 +92,6 @@
 #include "kafka_lake.h"
 
 #define KL_DROPPED_DIR			".kafka_lake_dropped"
-#define KL_MARKER_NAME			".kafka_lake_source"
 #define KL_LOCK_SPACE_SOURCE_DIR	0x4B4E	/* "KN"; partitions use 0x4B4C */
 
 typedef enum KlUndoAction
@@ -254,7 +253,7 @@ kl_merge_tree(const char *from, const char *into, bool skip_marker)
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (skip_marker && strcmp(de->d_name, KL_MARKER_NAME) == 0)
+		if (skip_marker && strcmp(de->d_name, KL_SOURCE_MARKER) == 0)
 			continue;
 		src = psprintf("%s/%s", from, de->d_name);
 		dst = psprintf("%s/%s", into, de->d_name);

@@ -124,32 +124,6 @@ kl_utf8_valid(const char *s, size_t len)
 }
 
 /*
- * kl_hex4
- *		Value of four hex digits, or -1.
- */
-static inline int
-kl_hex4(const char *p)
-{
-	int			v = 0;
-
-	for (int i = 0; i < 4; i++)
-	{
-		char		c = p[i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v |= c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v |= c - 'A' + 10;
-		else
-			return -1;
-	}
-	return v;
-}
-
-/*
  * kl_json_string
  *		Read a string; r->p is at its opening quote.  The span covers the
  *		quotes.  Sets has_escapes when the content is not the raw bytes.
@@ -195,7 +169,7 @@ kl_json_string(KlJsonReader *r, KlJsonValue *out)
 					{
 						int			cp;
 
-						if (end - p < 6 || (cp = kl_hex4((const char *) p + 2)) < 0)
+						if (end - p < 6 || (cp = kl_json_hex4((const char *) p + 2)) < 0)
 							kl_json_fail(r, "invalid \\u escape in string");
 						p += 6;
 						if (cp >= 0xD800 && cp <= 0xDBFF)
@@ -203,7 +177,7 @@ kl_json_string(KlJsonReader *r, KlJsonValue *out)
 							int			lo;
 
 							if (end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
-								(lo = kl_hex4((const char *) p + 2)) < 0xDC00 || lo > 0xDFFF)
+								(lo = kl_json_hex4((const char *) p + 2)) < 0xDC00 || lo > 0xDFFF)
 								kl_json_fail(r, "unpaired surrogate in \\u escape");
 							p += 6;
 						}
@@ -436,6 +410,19 @@ kl_json_parse_document(KlJsonReader *r, KlJsonValue *out)
 }
 
 /*
+ * kl_json_read_member_value
+ *		Validate the value at r->p (after any whitespace) as a member of an
+ *		object or an element of an array is read, and leave r->p after it:
+ *		what a reader that skipped to a member's value does with it.
+ */
+bool
+kl_json_read_member_value(KlJsonReader *r, KlJsonValue *out)
+{
+	kl_json_skip_ws(r);
+	return kl_json_value(r, out, 1);
+}
+
+/*
  * kl_json_object_open
  *		Position a member iterator on the '{' at start; the object ends at
  *		its matching '}' which kl_json_object_next finds (end bounds the
@@ -642,12 +629,12 @@ kl_json_unescape(const char **p, char *buf)
 			return 1;
 		case 'u':
 			{
-				unsigned int cp = kl_hex4(e + 2);
+				unsigned int cp = kl_json_hex4(e + 2);
 
 				*p += 4;
 				if (cp >= 0xD800 && cp <= 0xDBFF)
 				{
-					unsigned int lo = kl_hex4(e + 8);
+					unsigned int lo = kl_json_hex4(e + 8);
 
 					cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 					*p += 6;

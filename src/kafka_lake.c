@@ -27,7 +27,7 @@
  * relative paths, "..", and the symbolic links of the part of the path that
  * exists.  (Sources also never claim a directory that holds anything but
  * their own files, and only a directory carrying a source's marker is ever
- * removed: catalog.c, landing.c.)
+ * removed: landing_files.c.)
  *
  * Secrets in the server log.  PostgreSQL writes statements to the log as
  * they were typed (log_statement, log_min_duration_statement, the STATEMENT

@@ -137,7 +137,26 @@ extern void kl_kafka_hold(KlKafka *kk, rd_kafka_message_t *msg);
 extern void kl_kafka_release_held(KlKafka *kk);
 extern int	kl_timeout_ms(Interval *iv, const char *argname);
 
-/* ---------- in json.c ---------- */
+/* ---------- in digest.c (and inline) ---------- */
+
+/*
+ * kl_hex_digit
+ *		The value of one hex digit (either case), or -1: the one hex decoder
+ *		(kl_unhex, JSON \u escapes).
+ */
+static inline int
+kl_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* ---------- in json.c (and inline) ---------- */
 typedef enum KlJsonType
 {
 	KL_JSON_NULL,
@@ -192,6 +211,27 @@ extern void kl_json_decode_string(const KlJsonValue *s, StringInfo out);
 extern void kl_json_append_string(StringInfo out, const char *s, size_t len);
 extern void kl_json_append_int64(StringInfo out, int64 v);
 extern bool kl_json_parse_int64(const char *s, size_t len, int64 *result);
+extern bool kl_json_read_member_value(KlJsonReader *r, KlJsonValue *out);
+
+/*
+ * kl_json_hex4
+ *		The value of the four hex digits of a \u escape, or -1.
+ */
+static inline int
+kl_json_hex4(const char *p)
+{
+	int			v = 0;
+
+	for (int i = 0; i < 4; i++)
+	{
+		int			d = kl_hex_digit(p[i]);
+
+		if (d < 0)
+			return -1;
+		v = (v << 4) | d;
+	}
+	return v;
+}
 
 /* ---------- in contract.c ---------- */
 
@@ -256,7 +296,7 @@ extern bool kl_unhex(const char *in, int n, uint8 *out);
 extern uint32 kl_crc32c(uint32 crc, const void *data, size_t len);
 extern uint32 kl_crc32c_final(uint32 crc);
 
-/* ---------- in catalog.c ---------- */
+/* ---------- in catalog.c (its types; functions below) ---------- */
 
 /* A source, as recorded in kafka_lake.sources */
 typedef struct KlSource
@@ -270,6 +310,10 @@ typedef struct KlSource
 	char	   *cluster_id;		/* NULL until the first land() */
 	char	   *dir;			/* <landing root>/<source> */
 } KlSource;
+
+/* ---------- in batch_format.c ---------- */
+
+#define KL_SOURCE_MARKER		".kafka_lake_source"	/* in a source's directory */
 
 /* One record of a landing window */
 typedef struct KlRecord
@@ -323,6 +367,89 @@ typedef struct KlLandedBatch
 	const char *landed_by;		/* land, replay or recover */
 } KlLandedBatch;
 
+/* A batch as a reader sees it in the catalog */
+typedef struct KlBatchRef
+{
+	char		batch_id[KL_BATCH_ID_LEN + 1];
+	int32		partition;
+	int64		first_offset;
+	int64		last_offset;
+	KlFileInfo	files[KL_NFILES];	/* bytes, lines, crc32c */
+	char		manifest_sha256[KL_SHA256_HEX_LEN + 1];
+	int64		manifest_bytes; /* -1: not recorded (landed by 1.0) */
+	uint32		manifest_crc32c;
+	int			counts[KL_NFILES];	/* records per status */
+	char	   *demoted_statuses;	/* statuses, only when one is 'D' */
+	int64	   *offset_list;	/* when the range has gaps and it is needed */
+	uint8	   *fingerprints;	/* when asked for */
+	int			nfingerprints;
+	bool		has_dates;		/* min/max_date valid (not only quarantined) */
+	DateADT		min_date;		/* business dates of its events */
+	DateADT		max_date;
+} KlBatchRef;
+
+#define KL_WANT_EVENT		0x01	/* the "event" object */
+#define KL_WANT_KAFKA		0x02	/* the "kafka" envelope */
+#define KL_WANT_QUARANTINE	0x04	/* raw value and validation error */
+
+/* The members of one landed line, as spans */
+typedef struct KlLine
+{
+	KlJsonValue event;
+	KlJsonValue key;
+	KlJsonValue key_base64;
+	int64		offset;
+	int32		partition;
+	int64		timestamp_ms;	/* -1: null */
+	KlJsonValue raw_value;
+	KlJsonValue raw_value_base64;
+	KlJsonValue validation_error;
+	int			nfields;		/* event fields asked for */
+	const char **field_names;
+	int		   *field_name_lens;
+	int		   *field_order;	/* their indexes, sorted by name */
+	const char **sorted_heads;	/* '"<name>": ' in that order */
+	int		   *sorted_head_lens;	/* 0 for a name that needs escapes */
+	KlJsonValue *fields;		/* type KL_JSON_NULL when absent */
+	int64		parsed_strictly;	/* lines the fast path did not take */
+} KlLine;
+
+extern const char *const kl_file_names[KL_NFILES];
+extern const char *const kl_status_names[KL_NFILES];
+extern int	kl_status_file_index(const char *status);
+extern int	kl_record_file(char status);
+extern void kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int n,
+							  KlLandedBatch *out);
+extern bool kl_parse_batch_name(const char *name, int64 *first, int64 *last);
+extern int	kl_batch_coordinate_index(const KlBatchRef *b, int64 offset);
+extern void kl_batch_append_line(StringInfo buf, const KlRecord *r, const char *topic_json,
+								 int32 partition);
+extern char *kl_iso_now(void);
+extern void kl_manifest_append_head(StringInfo doc, const KlLandedBatch *b);
+extern void kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_json,
+									 int32 partition, bool last);
+extern void kl_manifest_append_tail(StringInfo doc, const KlLandedBatch *b, const char *topic_json);
+extern void kl_manifest_parse(const char *path, const char *text, size_t len, KlLandedBatch *b,
+							  KlRecord **recs, int *n);
+extern void kl_line_set_fields(KlLine *line, int nfields, const char **names);
+extern void kl_line_parse(KlLine *line, const char *text, size_t len, int want);
+
+/* ---------- in catalog.c ---------- */
+
+/* Bounds on the batches and files a reader needs */
+typedef struct KlBounds
+{
+	int32		partition_lo;
+	int32		partition_hi;
+	int64		offset_lo;		/* batches whose range meets [lo, hi] */
+	int64		offset_hi;
+	DateADT		date_lo;		/* batches whose business dates meet [lo, hi] */
+	DateADT		date_hi;
+	char	   *batch_id;		/* NULL: any */
+	bool		files[KL_NFILES];	/* which status files */
+	bool		contradiction;	/* nothing can match */
+} KlBounds;
+
 /* The coordinates already durable in some range of a partition */
 typedef struct KlDurable
 {
@@ -345,10 +472,8 @@ typedef struct KlPartitionState
 extern void kl_check_source_name(const char *name);
 extern void kl_check_group_id(const char *group_id);
 extern void kl_check_topic_name(const char *topic);
-extern int	kl_status_file_index(const char *status);
 extern ForeignServer *kl_get_server(const char *name);
 extern void kl_check_server_usage(ForeignServer *server);
-extern bool kl_source_dir_is_ours(const char *dir);
 extern KlSource *kl_source_lookup(const char *name);
 extern KlSource *kl_source_arg(FunctionCallInfo fcinfo, int argno);
 extern void kl_source_lock(KlSource *src);
@@ -380,60 +505,30 @@ extern char *kl_catalog_group_users(KlSource *src);
 extern bool kl_try_lock_partition(KlSource *src, int32 partition);
 extern void kl_unlock_partition(KlSource *src, int32 partition);
 
-/* ---------- in landing.c ---------- */
-extern const char *const kl_file_names[KL_NFILES];
-extern const char *const kl_status_names[KL_NFILES];
+extern void kl_bounds_init(KlBounds *bounds);
+extern bool kl_bounds_empty(const KlBounds *bounds);
+extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds,
+									 bool want_fingerprints, int64 *total);
+
+/* ---------- in landing_files.c ---------- */
 extern char *kl_landing_root(void);
 extern char *kl_partition_dir(KlSource *src, int32 partition);
-extern void kl_land_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
-						  KlLandedBatch *out);
 extern void kl_make_dirs(const char *path);
+extern bool kl_source_dir_is_ours(const char *dir);
+extern void kl_claim_source_dir(const char *dir, const char *source);
+extern bool kl_landing_present(KlSource *src);
 extern void kl_remove_tree(const char *path);
+extern const char *kl_file_kind(mode_t mode);
+extern int	kl_open_landed(const char *path, const char **not_regular);
+extern char *kl_landed_open_problem(const char *not_regular);
+extern char *kl_read_whole_file(const char *path, size_t *len, const char **not_regular);
+extern int	kl_name_cmp(const ListCell *a, const ListCell *b);
+extern List *kl_list_dir(const char *path, const char *prefix);
+extern List *kl_disk_partitions(KlSource *src);
+extern void kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
+						   KlLandedBatch *out);
 
-/* ---------- in fileundo.c ---------- */
-extern void kl_undo_remove_at_abort(const char *path, bool is_dir, const char *origin);
-extern void kl_undo_forget(const char *path);
-extern void kl_undo_remove_tree_at_commit(const char *path, int32 source_id, const char *origin);
-extern bool kl_undo_displace(const char *dir, const char *root, const char *source);
-extern void kl_settle_displaced(const char *root, const char *source);
-
-/* ---------- in reader.c ---------- */
-
-/* Bounds on the batches and files a reader needs */
-typedef struct KlBounds
-{
-	int32		partition_lo;
-	int32		partition_hi;
-	int64		offset_lo;		/* batches whose range meets [lo, hi] */
-	int64		offset_hi;
-	DateADT		date_lo;		/* batches whose business dates meet [lo, hi] */
-	DateADT		date_hi;
-	char	   *batch_id;		/* NULL: any */
-	bool		files[KL_NFILES];	/* which status files */
-	bool		contradiction;	/* nothing can match */
-} KlBounds;
-
-/* A batch as a reader sees it in the catalog */
-typedef struct KlBatchRef
-{
-	char		batch_id[KL_BATCH_ID_LEN + 1];
-	int32		partition;
-	int64		first_offset;
-	int64		last_offset;
-	KlFileInfo	files[KL_NFILES];	/* bytes, lines, crc32c */
-	char		manifest_sha256[KL_SHA256_HEX_LEN + 1];
-	int64		manifest_bytes; /* -1: not recorded (landed by 1.0) */
-	uint32		manifest_crc32c;
-	int			counts[KL_NFILES];	/* records per status */
-	char	   *demoted_statuses;	/* statuses, only when one is 'D' */
-	int64	   *offset_list;	/* when the range has gaps and it is needed */
-	uint8	   *fingerprints;	/* when asked for */
-	int			nfingerprints;
-	bool		has_dates;		/* min/max_date valid (not only quarantined) */
-	DateADT		min_date;		/* business dates of its events */
-	DateADT		max_date;
-} KlBatchRef;
-
+/* ---------- in batch_read.c ---------- */
 /* One file of a batch, read and checked */
 typedef struct KlFileReader
 {
@@ -449,57 +544,30 @@ typedef struct KlFileReader
 	bool		own_data;		/* data is freed by kl_reader_close */
 } KlFileReader;
 
-#define KL_WANT_EVENT		0x01	/* the "event" object */
-#define KL_WANT_KAFKA		0x02	/* the "kafka" envelope */
-#define KL_WANT_QUARANTINE	0x04	/* raw value and validation error */
-
-/* The members of one landed line, as spans */
-typedef struct KlLine
-{
-	KlJsonValue event;
-	KlJsonValue key;
-	KlJsonValue key_base64;
-	int64		offset;
-	int32		partition;
-	int64		timestamp_ms;	/* -1: null */
-	KlJsonValue raw_value;
-	KlJsonValue raw_value_base64;
-	KlJsonValue validation_error;
-	int			nfields;		/* event fields asked for */
-	const char **field_names;
-	int		   *field_name_lens;
-	KlJsonValue *fields;		/* type KL_JSON_NULL when absent */
-} KlLine;
-
-extern void kl_bounds_init(KlBounds *bounds);
-extern bool kl_bounds_empty(const KlBounds *bounds);
-extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds,
-									 bool want_fingerprints, int64 *total);
-extern int	kl_batch_coordinate_index(const KlBatchRef *b, int64 offset);
 extern void kl_check_manifest(KlSource *src, const KlBatchRef *b);
 extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file);
 extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file,
 								  char **buffer, size_t *buffer_size);
 extern bool kl_reader_next(KlFileReader *r, const char **line, size_t *len);
 extern void kl_reader_close(KlFileReader *r);
-extern void kl_line_set_fields(KlLine *line, int nfields, const char **names);
-extern void kl_line_parse(KlLine *line, const char *text, size_t len, int want);
+extern char *kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b,
+								  bool full, int *bad_file);
+extern void kl_read_manifest(const char *batch_dir, KlLandedBatch *b,
+							 KlRecord **recs, int *n);
+
+/* ---------- in fileundo.c ---------- */
+extern void kl_undo_remove_at_abort(const char *path, bool is_dir, const char *origin);
+extern void kl_undo_forget(const char *path);
+extern void kl_undo_remove_tree_at_commit(const char *path, int32 source_id, const char *origin);
+extern bool kl_undo_displace(const char *dir, const char *root, const char *source);
+extern void kl_settle_displaced(const char *root, const char *source);
 
 /* ---------- in fdw.c ---------- */
 extern void kl_check_source_read(const char *source, Oid relid, Oid userid);
 
 /* ---------- in recover.c ---------- */
-extern const char *kl_file_kind(mode_t mode);
-extern int	kl_open_landed(const char *path, const char **not_regular);
-extern char *kl_landed_open_problem(const char *not_regular);
-extern char *kl_read_whole_file(const char *path, size_t *len, const char **not_regular);
 extern int	kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out,
 								 TupleDesc desc);
-extern void kl_read_manifest(const char *batch_dir, KlLandedBatch *b,
-							 KlRecord **recs, int *n);
-extern char *kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b,
-								  bool full, int *bad_file);
-extern List *kl_disk_partitions(KlSource *src);
 
 /* ---------- in csv.c ---------- */
 

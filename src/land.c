@@ -28,7 +28,7 @@
  *	   against the window and the catalog (accepted_events), which also
  *	   reserves them (I3);
  *	3. and 4. write the batch into a staging directory, fsync, rename, fsync
- *	   the parent (landing.c).  New coordinates separated by reused ones go
+ *	   the parent (landing_files.c).  New coordinates separated by reused ones go
  *	   to separate batches, so a batch's offset range never overlaps another
  *	   batch's (the exclusion constraint on coordinates enforces it);
  *	5. record the batch and its coordinates in the catalog;
@@ -628,7 +628,7 @@ kl_process_window(KlLandCall *call)
 
 		kl_classify_run(call, recs + i, j - i);
 		b = palloc(sizeof(KlLandedBatch));
-		kl_land_batch(src, p, recs + i, j - i, b);
+		kl_write_batch(src, p, recs + i, j - i, b);
 		kl_note_landed(call, b);
 		b->landed_by = call->is_replay ? "replay" : "land";
 		kl_catalog_insert_batch(src, b, recs + i, j - i);

@@ -3,8 +3,8 @@
 -- rewritten with reordered members, odd whitespace, nested objects that
 -- hold the same key names, keys written with escapes, duplicate keys and
 -- escaped strings, and the catalog's checks are updated to match; every
--- column reads what a JSON parser would.  (The fast scan of reader.c must
--- agree with its strict parser.)  A demoted coordinate reads as a
+-- column reads what a JSON parser would.  (The fast path of batch_format.c
+-- must agree with its strict parser.)  A demoted coordinate reads as a
 -- duplicate.  Needs the broker.
 SET client_min_messages = warning;
 SELECT plan(13);
