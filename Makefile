@@ -24,7 +24,13 @@ OBJS = \
 	src/batch_read.o \
 	src/fdw.o \
 	src/csv.o \
-	src/bridge.o
+	src/keyset.o \
+	src/bridge.o \
+	src/bridge_select.o \
+	src/bridge_adapter.o \
+	src/bridge_silver.o \
+	src/bridge_checks.o \
+	src/bridge_gold.o
 
 EXTENSION = kafka_lake
 DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql
