@@ -24,6 +24,7 @@ OBJS = \
 	src/batch_read.o \
 	src/fdw.o \
 	src/csv.o \
+	src/bulk_insert.o \
 	src/keyset.o \
 	src/bridge.o \
 	src/bridge_select.o \

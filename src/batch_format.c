@@ -116,7 +116,7 @@ kl_status_file_index(const char *status)
  */
 void
 kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int n,
-				  KlLandedBatch *out)
+				  KlBatch *out)
 {
 	KlSha256   *h;
 	uint8		digest[KL_SHA256_LEN];
@@ -137,11 +137,11 @@ kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int 
 
 		kl_sha256_update(h, r->fingerprint, KL_SHA256_LEN);
 		if (r->status == KL_STATUS_ACCEPTED)
-			out->accepted++;
+			out->counts[KL_FILE_ACCEPTED]++;
 		else if (r->status == KL_STATUS_DUPLICATE)
-			out->duplicates++;
+			out->counts[KL_FILE_DUPLICATES]++;
 		else if (r->status == KL_STATUS_QUARANTINED)
-			out->quarantined++;
+			out->counts[KL_FILE_QUARANTINE]++;
 		else
 			elog(ERROR, "unexpected record status '%c' in a batch", r->status);
 		if (r->status != KL_STATUS_QUARANTINED)
@@ -198,7 +198,7 @@ kl_parse_batch_name(const char *name, int64 *first, int64 *last)
  *		Index of an offset among a batch's coordinates, or -1.
  */
 int
-kl_batch_coordinate_index(const KlBatchRef *b, int64 offset)
+kl_batch_coordinate_index(const KlBatch *b, int64 offset)
 {
 	if (offset < b->first_offset || offset > b->last_offset)
 		return -1;
@@ -206,7 +206,7 @@ kl_batch_coordinate_index(const KlBatchRef *b, int64 offset)
 		return (int) (offset - b->first_offset);
 	{
 		int			lo = 0;
-		int			hi = b->counts[0] + b->counts[1] + b->counts[2] - 1;
+		int			hi = b->record_count - 1;
 
 		while (lo <= hi)
 		{
@@ -426,11 +426,11 @@ kl_iso_now(void)
  *		the opening bracket of "entries".
  */
 void
-kl_manifest_append_head(StringInfo doc, const KlLandedBatch *b)
+kl_manifest_append_head(StringInfo doc, const KlBatch *b)
 {
 	char	   *created = kl_iso_now();
 
-	appendStringInfo(doc, "{\n  \"accepted_count\": %d,\n", b->accepted);
+	appendStringInfo(doc, "{\n  \"accepted_count\": %d,\n", b->counts[KL_FILE_ACCEPTED]);
 	appendStringInfoString(doc, "  \"batch_id\": ");
 	kl_json_append_string(doc, b->batch_id, strlen(b->batch_id));
 	appendStringInfoString(doc, ",\n  \"business_date_max\": ");
@@ -439,7 +439,7 @@ kl_manifest_append_head(StringInfo doc, const KlLandedBatch *b)
 	kl_append_date(doc, b->has_dates, b->min_date);
 	appendStringInfoString(doc, ",\n  \"created_at\": ");
 	kl_json_append_string(doc, created, strlen(created));
-	appendStringInfo(doc, ",\n  \"duplicate_event_count\": %d,\n", b->duplicates);
+	appendStringInfo(doc, ",\n  \"duplicate_event_count\": %d,\n", b->counts[KL_FILE_DUPLICATES]);
 	appendStringInfoString(doc, "  \"entries\": [\n");
 	pfree(created);
 }
@@ -500,7 +500,7 @@ kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_js
  *		closed (b->files holds their checks).
  */
 void
-kl_manifest_append_tail(StringInfo doc, const KlLandedBatch *b, const char *topic_json)
+kl_manifest_append_tail(StringInfo doc, const KlBatch *b, const char *topic_json)
 {
 	appendStringInfoString(doc, "  ],\n  \"files\": {\n");
 	for (int i = 0; i < KL_NFILES; i++)
@@ -515,7 +515,7 @@ kl_manifest_append_tail(StringInfo doc, const KlLandedBatch *b, const char *topi
 	appendStringInfo(doc, "  \"input_record_count\": %d,\n", b->record_count);
 	appendStringInfo(doc, "  \"new_coordinate_count\": %d,\n", b->record_count);
 	appendStringInfo(doc, "  \"partition\": %d,\n", b->partition);
-	appendStringInfo(doc, "  \"quarantine_count\": %d,\n", b->quarantined);
+	appendStringInfo(doc, "  \"quarantine_count\": %d,\n", b->counts[KL_FILE_QUARANTINE]);
 	appendStringInfoString(doc, "  \"topic\": ");
 	appendStringInfoString(doc, topic_json);
 	appendStringInfoString(doc, "\n}\n");
@@ -636,7 +636,7 @@ kl_manifest_parse_entry(const KlJsonValue *obj, KlRecord *r, const char *path)
  *		manifest's own size, CRC-32C and SHA-256 in *b.
  */
 void
-kl_manifest_parse(const char *path, const char *text, size_t len, KlLandedBatch *b,
+kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 				  KlRecord **recs, int *n)
 {
 	KlJsonReader it;
@@ -675,11 +675,11 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlLandedBatch 
 		else if (KEY_IS(k, "input_offset_end"))
 			b->last_offset = kl_manifest_int(&v, path, "input_offset_end");
 		else if (KEY_IS(k, "accepted_count"))
-			b->accepted = (int) kl_manifest_int(&v, path, "accepted_count");
+			b->counts[KL_FILE_ACCEPTED] = (int) kl_manifest_int(&v, path, "accepted_count");
 		else if (KEY_IS(k, "duplicate_event_count"))
-			b->duplicates = (int) kl_manifest_int(&v, path, "duplicate_event_count");
+			b->counts[KL_FILE_DUPLICATES] = (int) kl_manifest_int(&v, path, "duplicate_event_count");
 		else if (KEY_IS(k, "quarantine_count"))
-			b->quarantined = (int) kl_manifest_int(&v, path, "quarantine_count");
+			b->counts[KL_FILE_QUARANTINE] = (int) kl_manifest_int(&v, path, "quarantine_count");
 		else if (KEY_IS(k, "new_coordinate_count"))
 			b->record_count = (int) kl_manifest_int(&v, path, "new_coordinate_count");
 		else if (KEY_IS(k, "business_date_min") || KEY_IS(k, "business_date_max"))
@@ -774,7 +774,8 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlLandedBatch 
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" is not valid JSON: %s", path, it.error)));
 	if (*n == 0 || *n != b->record_count ||
-		b->accepted + b->duplicates + b->quarantined != *n)
+		b->counts[KL_FILE_ACCEPTED] + b->counts[KL_FILE_DUPLICATES] +
+		b->counts[KL_FILE_QUARANTINE] != *n)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" does not add up", path),

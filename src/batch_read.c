@@ -83,7 +83,7 @@ kl_corrupt_hint(const char *source)
  *		anything of it is used.
  */
 void
-kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file,
+kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 					  char **buffer, size_t *buffer_size)
 {
 	char	   *dir = kl_partition_dir(src, b->partition);
@@ -198,7 +198,7 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int f
  *		read in chunks, never held whole.
  */
 void
-kl_check_manifest(KlSource *src, const KlBatchRef *b)
+kl_check_manifest(KlSource *src, const KlBatch *b)
 {
 	char	   *dir = kl_partition_dir(src, b->partition);
 	char	   *path = psprintf("%s/batch=%s/manifest.json", dir, b->batch_id);
@@ -292,7 +292,7 @@ kl_check_manifest(KlSource *src, const KlBatchRef *b)
  *		used.
  */
 void
-kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file)
+kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file)
 {
 	char	   *buffer = NULL;
 	size_t		size = 0;
@@ -343,7 +343,7 @@ kl_reader_close(KlFileReader *r)
  *		NULL when all is well, else the problem (and the file's index).
  */
 char *
-kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b, bool full, int *bad_file)
+kl_check_batch_files(const char *batch_dir, const KlBatch *b, bool full, int *bad_file)
 {
 	for (int i = 0; i < KL_NFILES; i++)
 	{
@@ -398,7 +398,7 @@ kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b, bool full, i
  *		(kl_manifest_parse); ERROR (XX001) when it cannot be read.
  */
 void
-kl_read_manifest(const char *batch_dir, KlLandedBatch *b, KlRecord **recs, int *n)
+kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
 {
 	char	   *path = psprintf("%s/manifest.json", batch_dir);
 	size_t		len;

@@ -60,7 +60,8 @@ kl_bridge_scan(KlBridge *b)
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	UpdateActiveSnapshotCommandId();
-	batches = kl_catalog_scan_batches(b->src, &bounds, true, &b->total_batches);
+	batches = kl_catalog_scan_batches(b->src, &bounds, KL_BATCH_WANT_FINGERPRINTS,
+									  &b->total_batches);
 	PopActiveSnapshot();
 	return batches;
 }
@@ -184,7 +185,7 @@ kl_bridge_select(KlBridge *b, List *batches)
 	initStringInfo(&key);
 	snprintf(date_json, sizeof(date_json), "\"%s\"", b->date_text);
 	foreach(cell, batches)
-		capacity += ((KlBatchRef *) lfirst(cell))->counts[KL_FILE_ACCEPTED];
+		capacity += ((KlBatch *) lfirst(cell))->counts[KL_FILE_ACCEPTED];
 	kl_keyset_create(&keys, keys_cxt, capacity);
 
 	memset(values, 0, sizeof(values));
@@ -200,7 +201,7 @@ kl_bridge_select(KlBridge *b, List *batches)
 
 	foreach(cell, batches)
 	{
-		KlBatchRef *batch = lfirst(cell);
+		KlBatch *batch = lfirst(cell);
 		KlUsedBatch *used = NULL;
 		KlFileReader reader;
 		const char *text;

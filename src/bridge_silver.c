@@ -10,13 +10,12 @@
  * others are counted and skipped.
  *
  * No SQL per row: the rows go straight into the table and its indexes
- * (heap multi-insert, then index inserts), in chunks of KL_SILVER_CHUNK.
- * Silver is appended (no free-space-map search: silver is append-only, and
- * a run's rows stay together), and a BRIN index on run_id is given a value
- * once per heap block, not once per row (see KlBrinLast).  The tuples are
- * built for the installed layout of silver_machine_events, which is checked
- * first (kl_bridge_check_silver_layout); an exclusion constraint is
- * refused, since its check cannot be done by index_insert alone.
+ * (bulk_insert.c: heap multi-insert, then index inserts, a BRIN index given
+ * a value once per heap block), in chunks of KL_SILVER_CHUNK.  Silver is
+ * appended (no free-space-map search: silver is append-only, and a run's
+ * rows stay together).  The tuples are built for the installed layout of
+ * silver_machine_events, which is checked first
+ * (kl_bridge_check_silver_layout).
  *
  * IDENTIFICATION
  *	  src/bridge_silver.c
@@ -42,6 +41,7 @@
 #include "utils/timestamp.h"
 
 #include "bridge.h"
+#include "bulk_insert.h"
 
 #define KL_SILVER_CHUNK			1000
 
@@ -93,195 +93,6 @@ kl_bridge_check_silver_layout(Relation rel)
 				 errmsg("table kafka_lake.silver_machine_events does not have the columns the bridge writes"),
 				 errdetail("Its columns or their types were changed after the extension was installed."),
 				 errhint("Restore the table's definition from the kafka_lake install script.")));
-}
-
-/*
- * What a BRIN index of silver was last given.  A BRIN summary is the union
- * of the values of its block range, so giving it a value again for a heap
- * block it was given that value for changes nothing: the writer skips such
- * calls, which for the run_id index are all but one per heap block.
- */
-typedef struct KlBrinLast
-{
-	bool		valid;
-	BlockNumber block;
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	MemoryContext cxt;			/* holds copies of the values */
-} KlBrinLast;
-
-/* The open silver table and its indexes, and the rows not yet inserted */
-typedef struct KlSilverWriter
-{
-	Relation	rel;
-	int			nindexes;
-	Relation   *indexes;
-	IndexInfo **index_info;
-	ExprState **predicates;
-	KlBrinLast **brin_last;		/* NULL for an index that is not BRIN */
-	EState	   *estate;
-	BulkInsertState bistate;
-	CommandId	cid;
-	TupleTableSlot *slots[KL_SILVER_CHUNK];
-	int			nslots;
-	MemoryContext rows_cxt;		/* the datums of pending rows */
-} KlSilverWriter;
-
-/*
- * kl_silver_open
- *		Open silver and every index on it.
- */
-static void
-kl_silver_open(KlSilverWriter *w, MemoryContext cxt)
-{
-	List	   *index_oids;
-	ListCell   *cell;
-	int			i = 0;
-
-	memset(w, 0, sizeof(*w));
-	w->rel = table_open(kl_catalog_relid("silver_machine_events"), RowExclusiveLock);
-	kl_bridge_check_silver_layout(w->rel);
-	w->estate = CreateExecutorState();
-	index_oids = RelationGetIndexList(w->rel);
-	w->nindexes = list_length(index_oids);
-	w->indexes = palloc0(sizeof(Relation) * Max(w->nindexes, 1));
-	w->index_info = palloc0(sizeof(IndexInfo *) * Max(w->nindexes, 1));
-	w->predicates = palloc0(sizeof(ExprState *) * Max(w->nindexes, 1));
-	w->brin_last = palloc0(sizeof(KlBrinLast *) * Max(w->nindexes, 1));
-	foreach(cell, index_oids)
-	{
-		Relation	idx = index_open(lfirst_oid(cell), RowExclusiveLock);
-		IndexInfo  *ii = BuildIndexInfo(idx);
-
-		if (ii->ii_ExclusionOps != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the bridge cannot maintain exclusion constraint index \"%s\" on kafka_lake.silver_machine_events",
-							RelationGetRelationName(idx)),
-					 errhint("Drop that constraint; silver rows are deduplicated by the bridge itself.")));
-		w->indexes[i] = idx;
-		w->index_info[i] = ii;
-		if (ii->ii_Predicate != NIL)
-			w->predicates[i] = ExecPrepareQual(ii->ii_Predicate, w->estate);
-		if (idx->rd_rel->relam == BRIN_AM_OID)
-		{
-			w->brin_last[i] = palloc0(sizeof(KlBrinLast));
-			w->brin_last[i]->cxt = AllocSetContextCreate(cxt, "kafka_lake silver brin",
-														 ALLOCSET_SMALL_SIZES);
-		}
-		i++;
-	}
-	w->bistate = GetBulkInsertState();
-	w->cid = GetCurrentCommandId(true);
-	for (i = 0; i < KL_SILVER_CHUNK; i++)
-		w->slots[i] = table_slot_create(w->rel, NULL);
-	w->rows_cxt = AllocSetContextCreate(cxt, "kafka_lake silver rows", ALLOCSET_DEFAULT_SIZES);
-}
-
-/*
- * kl_brin_seen
- *		Was this BRIN index just given these values for this heap block?
- *		If not, remember them as the last ones given.
- */
-static bool
-kl_brin_seen(KlBrinLast *last, Relation index, BlockNumber block, Datum *values,
-			 bool *isnull)
-{
-	TupleDesc	desc = RelationGetDescr(index);
-	int			natts = IndexRelationGetNumberOfKeyAttributes(index);
-	MemoryContext old;
-
-	if (last->valid && last->block == block)
-	{
-		bool		same = true;
-
-		for (int k = 0; same && k < natts; k++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, k);
-
-			if (isnull[k] != last->isnull[k])
-				same = false;
-			else if (!isnull[k] &&
-					 !datumIsEqual(values[k], last->values[k], att->attbyval, att->attlen))
-				same = false;
-		}
-		if (same)
-			return true;
-	}
-	MemoryContextReset(last->cxt);
-	old = MemoryContextSwitchTo(last->cxt);
-	for (int k = 0; k < natts; k++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, k);
-
-		last->isnull[k] = isnull[k];
-		last->values[k] = isnull[k] ? (Datum) 0 :
-			datumCopy(values[k], att->attbyval, att->attlen);
-	}
-	MemoryContextSwitchTo(old);
-	last->block = block;
-	last->valid = true;
-	return false;
-}
-
-/*
- * kl_silver_flush
- *		Insert the pending rows: one heap multi-insert, then their index
- *		entries.
- */
-static void
-kl_silver_flush(KlSilverWriter *w)
-{
-	ExprContext *econtext = GetPerTupleExprContext(w->estate);
-
-	if (w->nslots == 0)
-		return;
-	table_multi_insert(w->rel, w->slots, w->nslots, w->cid, TABLE_INSERT_SKIP_FSM, w->bistate);
-	for (int j = 0; j < w->nslots; j++)
-	{
-		TupleTableSlot *slot = w->slots[j];
-
-		econtext->ecxt_scantuple = slot;
-		for (int i = 0; i < w->nindexes; i++)
-		{
-			IndexInfo  *ii = w->index_info[i];
-			Datum		values[INDEX_MAX_KEYS];
-			bool		isnull[INDEX_MAX_KEYS];
-
-			if (w->predicates[i] && !ExecQual(w->predicates[i], econtext))
-				continue;
-			FormIndexDatum(ii, slot, w->estate, values, isnull);
-			if (w->brin_last[i] &&
-				kl_brin_seen(w->brin_last[i], w->indexes[i],
-							 ItemPointerGetBlockNumber(&slot->tts_tid), values, isnull))
-				continue;
-			index_insert(w->indexes[i], values, isnull, &slot->tts_tid, w->rel,
-						 ii->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, false, ii);
-		}
-		ResetPerTupleExprContext(w->estate);
-		ExecClearTuple(slot);
-	}
-	w->nslots = 0;
-	MemoryContextReset(w->rows_cxt);
-	CHECK_FOR_INTERRUPTS();
-}
-
-/*
- * kl_silver_close
- *		Insert what is pending, release everything.
- */
-static void
-kl_silver_close(KlSilverWriter *w)
-{
-	kl_silver_flush(w);
-	for (int i = 0; i < KL_SILVER_CHUNK; i++)
-		ExecDropSingleTupleTableSlot(w->slots[i]);
-	FreeBulkInsertState(w->bistate);
-	table_finish_bulk_insert(w->rel, TABLE_INSERT_SKIP_FSM);
-	for (int i = 0; i < w->nindexes; i++)
-		index_close(w->indexes[i], RowExclusiveLock);
-	FreeExecutorState(w->estate);
-	table_close(w->rel, RowExclusiveLock);
 }
 
 /*
@@ -370,7 +181,8 @@ kl_bridge_load_silver(KlBridge *b)
 	MemoryContext groups_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge gold groups",
 													 ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
-	KlSilverWriter w;
+	KlBulkInsert w;
+	Relation	rel;
 	KlCsvReader r;
 	KlKeySet	groups;
 	StringInfoData key;
@@ -382,7 +194,9 @@ kl_bridge_load_silver(KlBridge *b)
 
 	initStringInfo(&key);
 	kl_keyset_create(&groups, groups_cxt, 64);
-	kl_silver_open(&w, b->cxt);
+	rel = table_open(kl_catalog_relid("silver_machine_events"), RowExclusiveLock);
+	kl_bridge_check_silver_layout(rel);
+	kl_bulk_open(&w, rel, KL_SILVER_CHUNK, TABLE_INSERT_SKIP_FSM, b->cxt);
 	kl_csv_open(&r, b->transform_path);
 
 	/* the header, kept for the schema_drift check */
@@ -452,8 +266,7 @@ kl_bridge_load_silver(KlBridge *b)
 
 		/* the silver row */
 		MemoryContextSwitchTo(w.rows_cxt);
-		slot = w.slots[w.nslots];
-		ExecClearTuple(slot);
+		slot = kl_bulk_next_slot(&w);
 		v = slot->tts_values;
 		isnull = slot->tts_isnull;
 		memset(isnull, false, sizeof(bool) * KL_SILVER_NATTS);
@@ -491,18 +304,17 @@ kl_bridge_load_silver(KlBridge *b)
 											 KL_CSV_KAFKA_TIMESTAMP_MS));
 		v[19] = kl_text_datum(f[KL_CSV_KAFKA_RECORD_FINGERPRINT],
 							  lens[KL_CSV_KAFKA_RECORD_FINGERPRINT]);
-		ExecStoreVirtualTuple(slot);
 		MemoryContextSwitchTo(b->cxt);
+		kl_bulk_add(&w);
 		b->silver_inserted++;
-		if (++w.nslots == KL_SILVER_CHUNK)
-			kl_silver_flush(&w);
 	}
 	if (event != b->selected)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("CSV file \"%s\" has %lld records, not the %lld events selected",
 						r.path, (long long) event, (long long) b->selected)));
-	kl_silver_close(&w);
+	kl_bulk_close(&w);
+	table_close(rel, RowExclusiveLock);
 	kl_csv_close(&r);
 	MemoryContextDelete(groups_cxt);
 	ereport(DEBUG1,

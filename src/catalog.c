@@ -98,6 +98,7 @@
 #include "executor/tuptable.h"
 #include "executor/executor.h"
 
+#include "bulk_insert.h"
 #include "kafka_lake.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_create_source);
@@ -733,25 +734,18 @@ kl_record_key_cmp(const void *a, const void *b)
  *		Insert the candidates (status 'a') into accepted_events.
  *
  *		This is the one per-record catalog write of a landing, so it goes
- *		straight to the table and its primary key (heap_multi_insert, then
- *		one index_insert with a unique check per row) instead of through an
- *		INSERT statement, which costs several times more per row.  The table
- *		is ours and has no triggers; the unique check is the index's own, so a
- *		concurrent session's uncommitted key makes us wait, and a committed one
- *		raises the unique violation that kl_try_insert_events catches.
+ *		straight to the table and its primary key (bulk_insert.c) instead of
+ *		through an INSERT statement, which costs several times more per row.
+ *		The unique check is the index's own, so a concurrent session's
+ *		uncommitted key makes us wait, and a committed one raises the unique
+ *		violation that kl_try_insert_events catches.
  */
 static void
 kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 {
 	Relation	rel = table_open(kl_catalog_relid("accepted_events"), RowExclusiveLock);
-	Relation	idx;
-	IndexInfo  *ii;
 	List	   *indexes = RelationGetIndexList(rel);
-	CommandId	cid = GetCurrentCommandId(true);
-	BulkInsertState bistate = GetBulkInsertState();
-	int			chunk = 1000;
-	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * chunk);
-	int			nslots = 0;
+	KlBulkInsert w;
 	KlRecord  **order;
 	int			ncand = 0;
 
@@ -761,10 +755,7 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 				 errmsg("kafka_lake.accepted_events must have its primary key as its only index"),
 				 errdetail("Landing maintains that index itself."),
 				 errhint("Drop the other indexes of kafka_lake.accepted_events.")));
-	idx = index_open(linitial_oid(indexes), RowExclusiveLock);
-	ii = BuildIndexInfo(idx);
-	for (int i = 0; i < chunk; i++)
-		slots[i] = table_slot_create(rel, NULL);
+	kl_bulk_open(&w, rel, 1000, 0, CurrentMemoryContext);
 
 	/*
 	 * Insert in key order: consecutive keys land on neighbouring leaf pages,
@@ -778,44 +769,18 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	}
 	qsort(order, ncand, sizeof(KlRecord *), kl_record_key_cmp);
 
-	for (int i = 0; i <= ncand; i++)
+	for (int i = 0; i < ncand; i++)
 	{
-		if (i == ncand || nslots == chunk)
-		{
-			if (nslots > 0)
-			{
-				table_multi_insert(rel, slots, nslots, cid, 0, bistate);
-				for (int j = 0; j < nslots; j++)
-				{
-					Datum		key = slots[j]->tts_values[0];
-					bool		isnull = false;
+		TupleTableSlot *slot = kl_bulk_next_slot(&w);
 
-					index_insert(idx, &key, &isnull, &slots[j]->tts_tid, rel,
-								 UNIQUE_CHECK_YES, false, ii);
-				}
-				nslots = 0;
-				CHECK_FOR_INTERRUPTS();
-			}
-			if (i == ncand)
-				break;
-		}
-		{
-			TupleTableSlot *slot = slots[nslots++];
-
-			ExecClearTuple(slot);
-			slot->tts_values[0] = UUIDPGetDatum(&order[i]->event_key);
-			slot->tts_values[1] = Int32GetDatum(src->source_id);
-			slot->tts_values[2] = Int32GetDatum(partition);
-			slot->tts_values[3] = Int64GetDatum(order[i]->offset);
-			memset(slot->tts_isnull, false, sizeof(bool) * 4);
-			ExecStoreVirtualTuple(slot);
-		}
+		slot->tts_values[0] = UUIDPGetDatum(&order[i]->event_key);
+		slot->tts_values[1] = Int32GetDatum(src->source_id);
+		slot->tts_values[2] = Int32GetDatum(partition);
+		slot->tts_values[3] = Int64GetDatum(order[i]->offset);
+		memset(slot->tts_isnull, false, sizeof(bool) * 4);
+		kl_bulk_add(&w);
 	}
-
-	for (int i = 0; i < chunk; i++)
-		ExecDropSingleTupleTableSlot(slots[i]);
-	FreeBulkInsertState(bistate);
-	index_close(idx, RowExclusiveLock);
+	kl_bulk_close(&w);
 	table_close(rel, RowExclusiveLock);
 }
 
@@ -905,7 +870,7 @@ kl_catalog_has_manifest_checks(void)
  *		Record a landed batch: its row in batches and its coordinates.
  */
 void
-kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *recs, int n)
+kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, int n)
 {
 	KlCatalogSave cs;
 	Oid			btypes[20] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
@@ -941,9 +906,9 @@ kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *r
 	bvalues[4] = Int64GetDatum(b->first_offset);
 	bvalues[5] = Int64GetDatum(b->last_offset);
 	bvalues[6] = Int32GetDatum(b->record_count);
-	bvalues[7] = Int32GetDatum(b->accepted);
-	bvalues[8] = Int32GetDatum(b->duplicates);
-	bvalues[9] = Int32GetDatum(b->quarantined);
+	bvalues[7] = Int32GetDatum(b->counts[KL_FILE_ACCEPTED]);
+	bvalues[8] = Int32GetDatum(b->counts[KL_FILE_DUPLICATES]);
+	bvalues[9] = Int32GetDatum(b->counts[KL_FILE_QUARANTINE]);
 	bvalues[10] = DateADTGetDatum(b->min_date);
 	bvalues[11] = DateADTGetDatum(b->max_date);
 	if (!b->has_dates)
@@ -1137,17 +1102,19 @@ kl_int8_array3(Datum d, int64 *out)
 /*
  * kl_catalog_scan_batches
  *		The batches of a source within bounds, ascending by partition and
- *		offset, as seen by the current snapshot.  *total gets the number of
- *		batches of the source (to report how many were pruned).  When
- *		want_fingerprints, each batch carries its coordinates' fingerprints.
+ *		offset, as seen by the current snapshot: the one reader of
+ *		kafka_lake.batches.  *total gets the number of batches of the source
+ *		(to report how many were pruned).  want adds what not every caller
+ *		needs: the coordinates' fingerprints (KL_BATCH_WANT_FINGERPRINTS),
+ *		the files' SHA-256 (KL_BATCH_WANT_SHA256).
  */
 List *
-kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerprints,
-						int64 *total)
+kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *total)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	List	   *result = NIL;
 	StringInfoData sql;
+	StringInfoData files;
 	Oid			types[8] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, DATEOID, DATEOID, TEXTOID};
 	Datum		values[8];
 	char		nulls[8] = "        ";
@@ -1168,6 +1135,18 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 		nulls[7] = 'n';
 	}
 
+	/* with every file, every batch (verify() lists them all) */
+	initStringInfo(&files);
+	if (bounds->files[KL_FILE_ACCEPTED] && bounds->files[KL_FILE_DUPLICATES] &&
+		bounds->files[KL_FILE_QUARANTINE])
+		appendStringInfoString(&files, "true");
+	else
+		appendStringInfo(&files, "%s OR %s OR %s",
+						 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
+						 bounds->files[KL_FILE_DUPLICATES] ?
+						 "b.duplicate_count > 0 OR pg_catalog.strpos(c.statuses, 'D') > 0" : "false",
+						 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
+
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT b.batch_id, b.partition, b.first_offset, b.last_offset,"
@@ -1177,7 +1156,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
-					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s"
+					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
+					 " b.record_count, %s"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1186,16 +1166,14 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 					 " AND ($6 = '-infinity'::date OR b.max_business_date >= $6)"
 					 " AND ($7 = 'infinity'::date OR b.min_business_date <= $7)"
 					 " AND ($8 IS NULL OR b.batch_id = $8)"
-					 " AND (%s OR %s OR %s)"
+					 " AND (%s)"
 					 " ORDER BY b.partition, b.first_offset",
-					 want_fingerprints ? "true" : "false",
-					 want_fingerprints ? "c.fingerprints" : "NULL::bytea",
+					 (want & KL_BATCH_WANT_FINGERPRINTS) ? "true" : "false",
+					 (want & KL_BATCH_WANT_FINGERPRINTS) ? "c.fingerprints" : "NULL::bytea",
 					 kl_catalog_has_manifest_checks() ?
 					 "b.manifest_bytes, b.manifest_crc32c" : "NULL::bigint, NULL::bigint",
-					 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
-					 bounds->files[KL_FILE_DUPLICATES] ?
-					 "b.duplicate_count > 0 OR pg_catalog.strpos(c.statuses, 'D') > 0" : "false",
-					 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
+					 (want & KL_BATCH_WANT_SHA256) ? "b.file_sha256" : "NULL::text[]",
+					 files.data);
 
 	cs = kl_catalog_begin();
 	if (SPI_execute_with_args(sql.data, 8, types, values, nulls, true, 0) != SPI_OK_SELECT)
@@ -1206,7 +1184,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 		HeapTuple	tup = SPI_tuptable->vals[row];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		MemoryContext old = MemoryContextSwitchTo(caller);
-		KlBatchRef *b = palloc0(sizeof(KlBatchRef));
+		KlBatch *b = palloc0(sizeof(KlBatch));
 		bool		isnull;
 		int64		v[KL_NFILES];
 		Datum		d;
@@ -1270,6 +1248,21 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 			b->manifest_bytes = -1;
 		else
 			b->manifest_crc32c = (uint32) DatumGetInt64(d);
+		b->record_count = DatumGetInt32(SPI_getbinval(tup, desc, 20, &isnull));
+		d = SPI_getbinval(tup, desc, 21, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elems;
+			int			nelems;
+
+			deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elems, NULL, &nelems);
+			if (nelems != KL_NFILES)
+				elog(ERROR, "unexpected file checks in kafka_lake.batches for batch %s", b->batch_id);
+			for (int i = 0; i < KL_NFILES; i++)
+				text_to_cstring_buffer(DatumGetTextPP(elems[i]), b->files[i].sha256,
+									   sizeof(b->files[i].sha256));
+		}
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}
@@ -1289,6 +1282,93 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, bool want_fingerp
 	}
 	kl_catalog_end(cs);
 	return result;
+}
+
+/*
+ * kl_catalog_partitions
+ *		The partitions of a source the catalog has batches of.
+ */
+List *
+kl_catalog_partitions(KlSource *src)
+{
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(src->source_id)};
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT DISTINCT partition FROM kafka_lake.batches WHERE source_id = $1",
+							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		bool		isnull;
+		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[row],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		result = lappend_int(result, p);
+		MemoryContextSwitchTo(old);
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_catalog_forget_batch
+ *		Forget a batch whose directory is gone (recover()): its row (and its
+ *		coordinates, by cascade) and the event_ids it accepted, which have no
+ *		foreign key to batches.
+ */
+void
+kl_catalog_forget_batch(KlSource *src, const KlBatch *b)
+{
+	KlCatalogSave cs;
+	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
+	Datum		values[5];
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(b->batch_id);
+	values[2] = Int32GetDatum(b->partition);
+	values[3] = Int64GetDatum(b->first_offset);
+	values[4] = Int64GetDatum(b->last_offset);
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
+							  " WHERE source_id = $1 AND partition = $3"
+							  "   AND \"offset\" BETWEEN $4 AND $5",
+							  5, types, values, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not forget batch %s", b->batch_id);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_record_manifest_checks
+ *		Record the size and CRC-32C of a batch's manifest for a batch landed
+ *		by 1.0 (verify(), once its SHA-256 proved it), so that scans check
+ *		it as cheaply as the others.
+ */
+void
+kl_catalog_record_manifest_checks(KlSource *src, const char *batch_id, int64 bytes, uint32 crc32c)
+{
+	KlCatalogSave cs;
+	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, INT8OID};
+	Datum		values[4];
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(batch_id);
+	values[2] = Int64GetDatum(bytes);
+	values[3] = Int64GetDatum((int64) crc32c);
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("UPDATE kafka_lake.batches SET manifest_bytes = $3,"
+							  " manifest_crc32c = $4"
+							  " WHERE source_id = $1 AND batch_id = $2"
+							  "   AND manifest_bytes IS NULL",
+							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update kafka_lake.batches");
+	kl_catalog_end(cs);
 }
 
 /*

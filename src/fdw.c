@@ -225,10 +225,10 @@ typedef struct KlScanState
 {
 	KlSource   *src;
 	KlPrune		prune;			/* bounds and value sets */
-	List	   *batches;		/* KlBatchRef, after pruning */
+	List	   *batches;		/* KlBatch, after pruning */
 	int64		total_batches;	/* batches of the source */
 	ListCell   *next_batch;
-	KlBatchRef *batch;			/* current batch */
+	KlBatch *batch;			/* current batch */
 	int			file;			/* current file, or -1 before the first */
 	bool		manifest_checked;	/* the current batch's manifest is */
 	bool		file_open;
@@ -1019,7 +1019,7 @@ kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid 
  *		After the catalog query: do the value sets keep this batch?
  */
 static bool
-kl_prune_keeps_batch(const KlPrune *pr, const KlBatchRef *b)
+kl_prune_keeps_batch(const KlPrune *pr, const KlBatch *b)
 {
 	if (!kl_set_meets(&pr->partitions, b->partition, b->partition))
 		return false;
@@ -1092,14 +1092,16 @@ kl_prune_batches(KlSource *src, KlPrune *pr, bool want_fingerprints, int64 *tota
 		kl_bounds_init(&bounds);
 		bounds.partition_lo = 1;
 		bounds.partition_hi = 0;
-		(void) kl_catalog_scan_batches(src, &bounds, false, total);
+		(void) kl_catalog_scan_batches(src, &bounds, 0, total);
 		pr->bounds.contradiction = true;
 		return NIL;
 	}
-	batches = kl_catalog_scan_batches(src, &bounds, want_fingerprints, total);
+	batches = kl_catalog_scan_batches(src, &bounds,
+									  want_fingerprints ? KL_BATCH_WANT_FINGERPRINTS : 0,
+									  total);
 	foreach(cell, batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 
 		if (kl_prune_keeps_batch(pr, b))
 			kept = lappend(kept, b);
@@ -1114,7 +1116,7 @@ kl_prune_batches(KlSource *src, KlPrune *pr, bool want_fingerprints, int64 *tota
  *		dates.
  */
 static double
-kl_prune_fraction(const KlPrune *pr, const KlBatchRef *b)
+kl_prune_fraction(const KlPrune *pr, const KlBatch *b)
 {
 	double		fraction = 1.0;
 	double		span = (double) (b->last_offset - b->first_offset) + 1;
@@ -1246,7 +1248,7 @@ kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
 	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 		double		fraction = kl_prune_fraction(&prune, b);
 
 		for (int i = 0; i < KL_NFILES; i++)
@@ -1475,7 +1477,7 @@ kl_scan_begin(KlScanState *st, Relation rel, const char *source, List *needed, b
  *		also read for its demoted lines, which are duplicates to readers.
  */
 static bool
-kl_scan_reads_file(const KlScanState *st, const KlBatchRef *b, int file)
+kl_scan_reads_file(const KlScanState *st, const KlBatch *b, int file)
 {
 	const bool *files = st->prune.bounds.files;
 
@@ -1503,7 +1505,7 @@ kl_scan_read_batches(KlScanState *st)
 	st->batch_id_datums = palloc0(sizeof(Datum) * Max(list_length(st->batches), 1));
 	foreach(cell, st->batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 
 		for (int i = 0; i < KL_NFILES; i++)
 		{
@@ -2190,7 +2192,7 @@ kafkaLakeAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 
 		for (int i = 0; i < KL_NFILES; i++)
 			bytes += prune.bounds.files[i] ? b->files[i].bytes : 0;

@@ -344,49 +344,40 @@ typedef struct KlFileInfo
 	char		sha256[KL_SHA256_HEX_LEN + 1];
 } KlFileInfo;
 
-/* What was landed as one batch directory */
-typedef struct KlLandedBatch
+/*
+ * A batch: what land() wrote (kl_batch_describe, kl_write_batch), what its
+ * manifest says (kl_manifest_parse), and what the catalog records of it
+ * (kl_catalog_scan_batches, the one decoder of kafka_lake.batches).  Which
+ * members are set depends on where it comes from, as marked.
+ */
+typedef struct KlBatch
 {
 	char		batch_id[KL_BATCH_ID_LEN + 1];
-	char	   *topic;
+	char	   *topic;			/* landed, manifest; NULL from the catalog */
 	int32		partition;
 	int64		first_offset;
 	int64		last_offset;
 	int			record_count;
-	int			accepted;
-	int			duplicates;
-	int			quarantined;
-	bool		has_dates;		/* min/max_date valid */
-	DateADT		min_date;
+	int			counts[KL_NFILES];	/* records per status, in file order */
+	bool		has_dates;		/* min/max_date valid (not only quarantined) */
+	DateADT		min_date;		/* business dates of its events */
 	DateADT		max_date;
-	KlFileInfo	files[KL_NFILES];
+	KlFileInfo	files[KL_NFILES];	/* sha256: landed, manifest, or from the
+									 * catalog when asked for */
 	char		manifest_sha256[KL_SHA256_HEX_LEN + 1];
-	int64		manifest_bytes; /* size and CRC-32C of manifest.json */
+	int64		manifest_bytes; /* size and CRC-32C of manifest.json; -1 from
+								 * a catalog that has not recorded them
+								 * (landed by 1.0) */
 	uint32		manifest_crc32c;
-	char	   *path;			/* final directory */
-	const char *landed_by;		/* land, replay or recover */
-} KlLandedBatch;
-
-/* A batch as a reader sees it in the catalog */
-typedef struct KlBatchRef
-{
-	char		batch_id[KL_BATCH_ID_LEN + 1];
-	int32		partition;
-	int64		first_offset;
-	int64		last_offset;
-	KlFileInfo	files[KL_NFILES];	/* bytes, lines, crc32c */
-	char		manifest_sha256[KL_SHA256_HEX_LEN + 1];
-	int64		manifest_bytes; /* -1: not recorded (landed by 1.0) */
-	uint32		manifest_crc32c;
-	int			counts[KL_NFILES];	/* records per status */
+	/* from the catalog */
 	char	   *demoted_statuses;	/* statuses, only when one is 'D' */
 	int64	   *offset_list;	/* when the range has gaps and it is needed */
 	uint8	   *fingerprints;	/* when asked for */
 	int			nfingerprints;
-	bool		has_dates;		/* min/max_date valid (not only quarantined) */
-	DateADT		min_date;		/* business dates of its events */
-	DateADT		max_date;
-} KlBatchRef;
+	/* landed */
+	char	   *path;			/* final directory */
+	const char *landed_by;		/* land, replay or recover */
+} KlBatch;
 
 #define KL_WANT_EVENT		0x01	/* the "event" object */
 #define KL_WANT_KAFKA		0x02	/* the "kafka" envelope */
@@ -419,17 +410,17 @@ extern const char *const kl_status_names[KL_NFILES];
 extern int	kl_status_file_index(const char *status);
 extern int	kl_record_file(char status);
 extern void kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int n,
-							  KlLandedBatch *out);
+							  KlBatch *out);
 extern bool kl_parse_batch_name(const char *name, int64 *first, int64 *last);
-extern int	kl_batch_coordinate_index(const KlBatchRef *b, int64 offset);
+extern int	kl_batch_coordinate_index(const KlBatch *b, int64 offset);
 extern void kl_batch_append_line(StringInfo buf, const KlRecord *r, const char *topic_json,
 								 int32 partition);
 extern char *kl_iso_now(void);
-extern void kl_manifest_append_head(StringInfo doc, const KlLandedBatch *b);
+extern void kl_manifest_append_head(StringInfo doc, const KlBatch *b);
 extern void kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_json,
 									 int32 partition, bool last);
-extern void kl_manifest_append_tail(StringInfo doc, const KlLandedBatch *b, const char *topic_json);
-extern void kl_manifest_parse(const char *path, const char *text, size_t len, KlLandedBatch *b,
+extern void kl_manifest_append_tail(StringInfo doc, const KlBatch *b, const char *topic_json);
+extern void kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 							  KlRecord **recs, int *n);
 extern void kl_line_set_fields(KlLine *line, int nfields, const char **names);
 extern void kl_line_parse(KlLine *line, const char *text, size_t len, int want);
@@ -492,7 +483,7 @@ extern int64 kl_catalog_remembered_offset(KlSource *src, int32 partition);
 extern KlDurable *kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last);
 extern void kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n);
 extern bool kl_catalog_has_manifest_checks(void);
-extern void kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b,
+extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,
 									const KlRecord *recs, int n);
 extern void kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset,
 									 const char *batch_id);
@@ -500,6 +491,10 @@ extern void kl_catalog_record_expired(KlSource *src, int32 partition, int64 firs
 extern void kl_catalog_record_replay(KlSource *src, int32 partition, int64 from, int64 to,
 									 int records, int landed, int reused);
 extern List *kl_catalog_batch_ids(KlSource *src, int32 partition);
+extern List *kl_catalog_partitions(KlSource *src);
+extern void kl_catalog_forget_batch(KlSource *src, const KlBatch *b);
+extern void kl_catalog_record_manifest_checks(KlSource *src, const char *batch_id, int64 bytes,
+											  uint32 crc32c);
 extern void kl_catalog_partition_state(KlSource *src, int32 partition, KlPartitionState *state);
 extern char *kl_catalog_group_users(KlSource *src);
 extern bool kl_try_lock_partition(KlSource *src, int32 partition);
@@ -507,8 +502,10 @@ extern void kl_unlock_partition(KlSource *src, int32 partition);
 
 extern void kl_bounds_init(KlBounds *bounds);
 extern bool kl_bounds_empty(const KlBounds *bounds);
-extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds,
-									 bool want_fingerprints, int64 *total);
+#define KL_BATCH_WANT_FINGERPRINTS	0x01	/* kl_catalog_scan_batches' want */
+#define KL_BATCH_WANT_SHA256		0x02
+extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want,
+									 int64 *total);
 
 /* ---------- in landing_files.c ---------- */
 extern char *kl_landing_root(void);
@@ -526,14 +523,14 @@ extern int	kl_name_cmp(const ListCell *a, const ListCell *b);
 extern List *kl_list_dir(const char *path, const char *prefix);
 extern List *kl_disk_partitions(KlSource *src);
 extern void kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
-						   KlLandedBatch *out);
+						   KlBatch *out);
 
 /* ---------- in batch_read.c ---------- */
 /* One file of a batch, read and checked */
 typedef struct KlFileReader
 {
 	const char *source;
-	const KlBatchRef *batch;
+	const KlBatch *batch;
 	int			file;			/* KL_FILE_* */
 	char	   *path;
 	char	   *data;			/* the whole file */
@@ -544,15 +541,15 @@ typedef struct KlFileReader
 	bool		own_data;		/* data is freed by kl_reader_close */
 } KlFileReader;
 
-extern void kl_check_manifest(KlSource *src, const KlBatchRef *b);
-extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file);
-extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatchRef *b, int file,
+extern void kl_check_manifest(KlSource *src, const KlBatch *b);
+extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file);
+extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 								  char **buffer, size_t *buffer_size);
 extern bool kl_reader_next(KlFileReader *r, const char **line, size_t *len);
 extern void kl_reader_close(KlFileReader *r);
-extern char *kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b,
+extern char *kl_check_batch_files(const char *batch_dir, const KlBatch *b,
 								  bool full, int *bad_file);
-extern void kl_read_manifest(const char *batch_dir, KlLandedBatch *b,
+extern void kl_read_manifest(const char *batch_dir, KlBatch *b,
 							 KlRecord **recs, int *n);
 
 /* ---------- in fileundo.c ---------- */

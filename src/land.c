@@ -211,7 +211,7 @@ kl_kafka_deadline(KlLandCall *call)
  *		Remember a batch this call made durable, until it is committed.
  */
 static void
-kl_note_landed(KlLandCall *call, const KlLandedBatch *b)
+kl_note_landed(KlLandCall *call, const KlBatch *b)
 {
 	int32		p = call->partition;
 
@@ -615,7 +615,7 @@ kl_process_window(KlLandCall *call)
 	for (int i = 0; i < n;)
 	{
 		int			j = i;
-		KlLandedBatch *b;
+		KlBatch *b;
 		KlLandRow  *row;
 
 		if (recs[i].status == KL_STATUS_REUSED)
@@ -627,7 +627,7 @@ kl_process_window(KlLandCall *call)
 			j++;
 
 		kl_classify_run(call, recs + i, j - i);
-		b = palloc(sizeof(KlLandedBatch));
+		b = palloc(sizeof(KlBatch));
 		kl_write_batch(src, p, recs + i, j - i, b);
 		kl_note_landed(call, b);
 		b->landed_by = call->is_replay ? "replay" : "land";
@@ -637,9 +637,9 @@ kl_process_window(KlLandCall *call)
 		row->batch_id = pstrdup(b->batch_id);
 		row->status = "landed";
 		row->records = j - i;
-		row->accepted = b->accepted;
-		row->duplicates = b->duplicates;
-		row->quarantined = b->quarantined;
+		row->accepted = b->counts[KL_FILE_ACCEPTED];
+		row->duplicates = b->counts[KL_FILE_DUPLICATES];
+		row->quarantined = b->counts[KL_FILE_QUARANTINE];
 		row->first_offset = b->first_offset;
 		row->last_offset = b->last_offset;
 		rows = lappend(rows, row);

@@ -686,7 +686,7 @@ kl_random_hex(char *out)
  *		and fsync the parent.  Fills *out.
  */
 void
-kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlLandedBatch *out)
+kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlBatch *out)
 {
 	KlOutFile	files[KL_NFILES];
 	KlOutFile	mf;

@@ -179,7 +179,7 @@ kl_adopt_hint(KlSource *src, int32 partition, const char *dir, const char *name)
  */
 static void
 kl_check_adoptable(KlSource *src, int32 partition, const char *dir, const char *name,
-				   KlLandedBatch *b, KlRecord **recs, int *n)
+				   KlBatch *b, KlRecord **recs, int *n)
 {
 	MemoryContext caller = CurrentMemoryContext;
 
@@ -227,7 +227,7 @@ static void
 kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name,
 			   Tuplestorestate *out, TupleDesc desc)
 {
-	KlLandedBatch b;
+	KlBatch b;
 	KlRecord   *recs;
 	int			n;
 	int			demoted = 0;
@@ -349,15 +349,6 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 	return changes;
 }
 
-/* A batch the catalog lists, as recover() and verify() need it */
-typedef struct KlCatalogBatch
-{
-	char		batch_id[KL_BATCH_ID_LEN + 1];
-	int32		partition;
-	int64		first_offset;
-	int64		last_offset;
-} KlCatalogBatch;
-
 /*
  * kl_forget_missing_batches
  *		recover() only: the batches of a partition the caller owns whose
@@ -371,46 +362,22 @@ typedef struct KlCatalogBatch
 static void
 kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
 {
-	KlCatalogSave cs;
-	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, TEXTARRAYOID};
-	Datum		values[4];
-	MemoryContext caller = CurrentMemoryContext;
+	KlBounds	bounds;
+	int64		total;
 	List	   *gone = NIL;
 	char	   *part_dir = kl_partition_dir(src, partition);
 	ListCell   *cell;
 
-	values[0] = Int32GetDatum(src->source_id);
-	values[1] = CStringGetTextDatum(src->topic);
-	values[2] = Int32GetDatum(partition);
-	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT batch_id, first_offset, last_offset FROM kafka_lake.batches"
-							  " WHERE source_id = $1 AND topic = $2 AND partition = $3"
-							  " ORDER BY first_offset",
-							  3, types, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read kafka_lake.batches");
-	for (uint64 row = 0; row < SPI_processed; row++)
+	kl_bounds_init(&bounds);
+	bounds.partition_lo = bounds.partition_hi = partition;
+	foreach(cell, kl_catalog_scan_batches(src, &bounds, 0, &total))
 	{
-		HeapTuple	tup = SPI_tuptable->vals[row];
-		TupleDesc	td = SPI_tuptable->tupdesc;
-		char	   *id = SPI_getvalue(tup, td, 1);
+		KlBatch    *b = lfirst(cell);
 		struct stat st;
 
-		if (lstat(psprintf("%s/batch=%s", part_dir, id), &st) == 0 || errno != ENOENT)
-			continue;
-		{
-			MemoryContext old = MemoryContextSwitchTo(caller);
-			KlCatalogBatch *b = palloc0(sizeof(KlCatalogBatch));
-			bool		isnull;
-
-			strlcpy(b->batch_id, id, sizeof(b->batch_id));
-			b->partition = partition;
-			b->first_offset = DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
-			b->last_offset = DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
+		if (lstat(psprintf("%s/batch=%s", part_dir, b->batch_id), &st) != 0 && errno == ENOENT)
 			gone = lappend(gone, b);
-			MemoryContextSwitchTo(old);
-		}
 	}
-	kl_catalog_end(cs);
 	if (gone == NIL)
 		return;
 	if (!kl_landing_present(src))
@@ -425,62 +392,15 @@ kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, 
 
 	foreach(cell, gone)
 	{
-		KlCatalogBatch *b = lfirst(cell);
-		Oid			dtypes[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
-		Datum		dvalues[5];
+		KlBatch    *b = lfirst(cell);
 
-		dvalues[0] = Int32GetDatum(src->source_id);
-		dvalues[1] = CStringGetTextDatum(b->batch_id);
-		dvalues[2] = Int32GetDatum(partition);
-		dvalues[3] = Int64GetDatum(b->first_offset);
-		dvalues[4] = Int64GetDatum(b->last_offset);
-		cs = kl_catalog_begin();
-		/* the event_ids it accepted: accepted_events has no foreign key to batches */
-		if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
-								  " WHERE source_id = $1 AND partition = $3"
-								  "   AND \"offset\" BETWEEN $4 AND $5",
-								  5, dtypes, dvalues, NULL, false, 0) != SPI_OK_DELETE ||
-			SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
-								  2, dtypes, dvalues, NULL, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "could not forget batch %s", b->batch_id);
-		kl_catalog_end(cs);
+		kl_catalog_forget_batch(src, b);
 		kl_emit_recover_row(out, desc, "forgotten", src, partition, b->batch_id,
 							psprintf("its directory is gone: land offsets %lld to %lld again with kafka_lake.replay('%s', %d, %lld, %lld)",
 									 (long long) b->first_offset, (long long) b->last_offset,
 									 src->source, partition,
 									 (long long) b->first_offset, (long long) b->last_offset));
 	}
-}
-
-/*
- * kl_catalog_partitions
- *		The partitions of a source the catalog has batches of.
- */
-static List *
-kl_catalog_partitions(KlSource *src)
-{
-	KlCatalogSave cs;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(src->source_id)};
-	MemoryContext caller = CurrentMemoryContext;
-	List	   *result = NIL;
-
-	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT DISTINCT partition FROM kafka_lake.batches WHERE source_id = $1",
-							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read kafka_lake.batches");
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		bool		isnull;
-		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[row],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContext old = MemoryContextSwitchTo(caller);
-
-		result = lappend_int(result, p);
-		MemoryContextSwitchTo(old);
-	}
-	kl_catalog_end(cs);
-	return result;
 }
 
 /*
@@ -553,7 +473,7 @@ kl_emit_verify_row(ReturnSetInfo *rsinfo, const char *batch_id, KlSource *src,
  *		the catalog: the procedure that lands it again.
  */
 static char *
-kl_damaged_action(KlSource *src, const char *dir, const KlCatalogBatch *b)
+kl_damaged_action(KlSource *src, const char *dir, const KlBatch *b)
 {
 	return psprintf("Restore %s from a backup (a batch never changes: any copy of it is good), "
 					"or move %s out of the landing directory, run kafka_lake.recover('%s'), "
@@ -592,7 +512,7 @@ kl_verify_unknown(ReturnSetInfo *rsinfo, KlSource *src, int32 partition, const c
 	MemoryContextSwitchTo(caller);
 	PG_TRY();
 	{
-		KlLandedBatch b;
+		KlBatch b;
 		KlRecord   *recs;
 		int			n;
 
@@ -635,71 +555,26 @@ kl_verify(FunctionCallInfo fcinfo)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KlSource   *src = kl_source_arg(fcinfo, 0);
-	MemoryContext caller = CurrentMemoryContext;
 	MemoryContext per_batch;
-	List	   *batches = NIL;
+	KlBounds	bounds;
+	int64		total;
+	List	   *batches;
 	List	   *known_dirs = NIL;
 	ListCell   *cell;
-	KlCatalogSave cs;
 	bool		landing_present = kl_landing_present(src);
 	bool		has_manifest_checks = kl_catalog_has_manifest_checks();
 
 	kl_init_materialized_srf(fcinfo);
 
 	/* the catalog's view of every batch */
-	cs = kl_catalog_begin();
-	{
-		Oid			types[1] = {INT4OID};
-		Datum		values[1] = {Int32GetDatum(src->source_id)};
-
-		if (SPI_execute_with_args(psprintf("SELECT batch_id, partition, manifest_sha256, file_bytes::text,"
-										   " file_lines::text, file_crc32c::text, file_sha256::text,"
-										   " record_count, first_offset, last_offset, %s"
-										   " FROM kafka_lake.batches WHERE source_id = $1"
-										   " ORDER BY partition, first_offset",
-										   has_manifest_checks ? "manifest_bytes IS NULL" : "false"),
-								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read kafka_lake.batches");
-		for (uint64 row = 0; row < SPI_processed; row++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[row];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			MemoryContext old = MemoryContextSwitchTo(caller);
-			KlLandedBatch *b = palloc0(sizeof(KlLandedBatch));
-			char	   *bytes = SPI_getvalue(tup, desc, 4);
-			char	   *lines = SPI_getvalue(tup, desc, 5);
-			char	   *crcs = SPI_getvalue(tup, desc, 6);
-			char	   *shas = SPI_getvalue(tup, desc, 7);
-
-			strlcpy(b->batch_id, SPI_getvalue(tup, desc, 1), sizeof(b->batch_id));
-			b->partition = atoi(SPI_getvalue(tup, desc, 2));
-			strlcpy(b->manifest_sha256, SPI_getvalue(tup, desc, 3), sizeof(b->manifest_sha256));
-			b->record_count = atoi(SPI_getvalue(tup, desc, 8));
-			b->first_offset = strtoi64(SPI_getvalue(tup, desc, 9), NULL, 10);
-			b->last_offset = strtoi64(SPI_getvalue(tup, desc, 10), NULL, 10);
-			/* -1: the manifest's size and CRC are not recorded yet (landed by 1.0) */
-			b->manifest_bytes = strcmp(SPI_getvalue(tup, desc, 11), "t") == 0 ? -1 : 0;
-			if (sscanf(bytes, "{%lld,%lld,%lld}", (long long *) &b->files[0].bytes,
-					   (long long *) &b->files[1].bytes, (long long *) &b->files[2].bytes) != 3 ||
-				sscanf(lines, "{%lld,%lld,%lld}", (long long *) &b->files[0].lines,
-					   (long long *) &b->files[1].lines, (long long *) &b->files[2].lines) != 3 ||
-				sscanf(crcs, "{%u,%u,%u}", &b->files[0].crc32c, &b->files[1].crc32c,
-					   &b->files[2].crc32c) != 3 ||
-				sscanf(shas, "{%64[0-9a-f],%64[0-9a-f],%64[0-9a-f]}", b->files[0].sha256,
-					   b->files[1].sha256, b->files[2].sha256) != 3)
-				elog(ERROR, "unexpected file checks in kafka_lake.batches for batch %s", b->batch_id);
-			batches = lappend(batches, b);
-			MemoryContextSwitchTo(old);
-		}
-	}
-	kl_catalog_end(cs);
+	kl_bounds_init(&bounds);
+	batches = kl_catalog_scan_batches(src, &bounds, KL_BATCH_WANT_SHA256, &total);
 
 	per_batch = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake verify",
 									  ALLOCSET_DEFAULT_SIZES);
 	foreach(cell, batches)
 	{
-		KlLandedBatch *cat = lfirst(cell);
-		KlCatalogBatch ref;
+		KlBatch *cat = lfirst(cell);
 		char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, cat->partition),
 								   cat->batch_id);
 		MemoryContext old;
@@ -707,10 +582,6 @@ kl_verify(FunctionCallInfo fcinfo)
 		int			bad;
 		char	   *problem;
 
-		strlcpy(ref.batch_id, cat->batch_id, sizeof(ref.batch_id));
-		ref.partition = cat->partition;
-		ref.first_offset = cat->first_offset;
-		ref.last_offset = cat->last_offset;
 		known_dirs = lappend(known_dirs, dir);
 		CHECK_FOR_INTERRUPTS();
 		MemoryContextReset(per_batch);
@@ -722,7 +593,7 @@ kl_verify(FunctionCallInfo fcinfo)
 			char	   *detail = psprintf("%s is not a directory (it is %s)", dir,
 										  S_ISREG(st.st_mode) ? "a regular file" :
 										  kl_file_kind(st.st_mode));
-			char	   *action = kl_damaged_action(src, dir, &ref);
+			char	   *action = kl_damaged_action(src, dir, cat);
 
 			MemoryContextSwitchTo(old);
 			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, NULL,
@@ -736,9 +607,9 @@ kl_verify(FunctionCallInfo fcinfo)
 				psprintf("Restore %s from a backup, or run kafka_lake.recover('%s'), "
 						 "then kafka_lake.replay('%s', %d, %lld, %lld): recover() forgets the batch, "
 						 "replay() lands offsets %lld to %lld again from the broker.",
-						 dir, src->source, src->source, ref.partition,
-						 (long long) ref.first_offset, (long long) ref.last_offset,
-						 (long long) ref.first_offset, (long long) ref.last_offset) :
+						 dir, src->source, src->source, cat->partition,
+						 (long long) cat->first_offset, (long long) cat->last_offset,
+						 (long long) cat->first_offset, (long long) cat->last_offset) :
 				psprintf("The landing directory %s of the source, or its marker, is missing: mount or restore it "
 						 "(recover() forgets no batch while it is missing).", src->dir);
 
@@ -752,7 +623,7 @@ kl_verify(FunctionCallInfo fcinfo)
 		if (problem)
 		{
 			char	   *colon = strchr(problem, ':');
-			char	   *action = kl_damaged_action(src, dir, &ref);
+			char	   *action = kl_damaged_action(src, dir, cat);
 
 			MemoryContextSwitchTo(old);
 			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition,
@@ -772,7 +643,7 @@ kl_verify(FunctionCallInfo fcinfo)
 			if (text == NULL)
 			{
 				char	   *detail = psprintf("manifest.json %s", kl_landed_open_problem(not_regular));
-				char	   *action = kl_damaged_action(src, dir, &ref);
+				char	   *action = kl_damaged_action(src, dir, cat);
 
 				MemoryContextSwitchTo(old);
 				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
@@ -783,7 +654,7 @@ kl_verify(FunctionCallInfo fcinfo)
 			kl_hex(digest, KL_SHA256_LEN, hex);
 			if (strcmp(hex, cat->manifest_sha256) != 0)
 			{
-				char	   *action = kl_damaged_action(src, dir, &ref);
+				char	   *action = kl_damaged_action(src, dir, cat);
 
 				MemoryContextSwitchTo(old);
 				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
@@ -799,23 +670,8 @@ kl_verify(FunctionCallInfo fcinfo)
 			 * the others.
 			 */
 			if (has_manifest_checks && cat->manifest_bytes < 0)
-			{
-				Oid			utypes[4] = {INT4OID, TEXTOID, INT8OID, INT8OID};
-				Datum		uvalues[4];
-
-				uvalues[0] = Int32GetDatum(src->source_id);
-				uvalues[1] = CStringGetTextDatum(cat->batch_id);
-				uvalues[2] = Int64GetDatum((int64) len);
-				uvalues[3] = Int64GetDatum((int64) kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len)));
-				cs = kl_catalog_begin();
-				if (SPI_execute_with_args("UPDATE kafka_lake.batches SET manifest_bytes = $3,"
-										  " manifest_crc32c = $4"
-										  " WHERE source_id = $1 AND batch_id = $2"
-										  "   AND manifest_bytes IS NULL",
-										  4, utypes, uvalues, NULL, false, 0) != SPI_OK_UPDATE)
-					elog(ERROR, "could not update kafka_lake.batches");
-				kl_catalog_end(cs);
-			}
+				kl_catalog_record_manifest_checks(src, cat->batch_id, (int64) len,
+												  kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len)));
 		}
 		MemoryContextSwitchTo(old);
 	}
