@@ -15,7 +15,11 @@ OBJS = \
 	src/json.o \
 	src/contract.o \
 	src/digest.o \
+	src/names.o \
+	src/locks.o \
 	src/catalog.o \
+	src/catalog_bridge.o \
+	src/source.o \
 	src/batch_format.o \
 	src/landing_files.o \
 	src/fileundo.o \

@@ -10,8 +10,7 @@
  * THE STEPS
  *
  *	1. lock: one bridge per (source, date) at a time, with a
- *	   transaction-level lock in kafka_lake's advisory lock space (fourth
- *	   field 0x4B4D, "KM"; partitions use 0x4B4C).  A second caller waits,
+ *	   transaction-level advisory lock (locks.c).  A second caller waits,
  *	   then sees the first one's committed run and reports it as skipped;
  *	2. recover every partition on disk that no one else owns (recover.c),
  *	   so that a batch landed by a transaction that did not commit counts.
@@ -68,8 +67,6 @@
 
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/memutils.h"
@@ -78,8 +75,6 @@
 #include "bridge.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_bridge);
-
-#define KL_LOCK_SPACE_BRIDGE	0x4B4D	/* "KM": one lock per (source, date) */
 
 /*
  * kl_date_text
@@ -138,21 +133,6 @@ kl_new_run_id(char *out)
 	kl_hex(b, 16, hex);
 	snprintf(out, KL_RUN_ID_LEN + 1, "%.8s-%.4s-%.4s-%.4s-%.12s",
 			 hex, hex + 8, hex + 12, hex + 16, hex + 20);
-}
-
-/*
- * kl_bridge_lock
- *		Wait until no other session bridges this (source, date); hold the
- *		lock until the end of the transaction.
- */
-static void
-kl_bridge_lock(KlBridge *b)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) b->src->source_id, (uint32) b->date,
-						 KL_LOCK_SPACE_BRIDGE);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /*
@@ -220,7 +200,7 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 
 	/* steps 1 to 4 (the source is not dropped under us) */
 	kl_source_lock(b->src);
-	kl_bridge_lock(b);
+	kl_lock_bridge_date(b->src->source_id, b->date);
 	kl_bridge_step_done(b, "lock");
 	kl_bridge_recover(b);
 	batches = kl_bridge_scan(b);

@@ -47,6 +47,7 @@ typedef struct KlGoldGroup
 /* One quality check's outcome */
 typedef struct KlCheck
 {
+	const char *name;			/* as quality_results records it */
 	bool		passed;
 	char	   *expected;
 	char	   *observed;
@@ -146,8 +147,6 @@ extern const KlSilverColumn kl_silver_columns[KL_SILVER_NATTS];
 extern void kl_bridge_load_silver(KlBridge *b);
 
 /* in bridge_checks.c */
-extern const char *const kl_check_names[KL_NCHECKS];
-extern int64 kl_spi_int8(int col);
 extern void kl_bridge_check(KlBridge *b);
 
 /* in bridge_gold.c */

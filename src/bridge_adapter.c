@@ -31,9 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog/pg_type.h"
 #include "common/file_perm.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "utils/builtins.h"
@@ -42,6 +40,7 @@
 #include "utils/timestamp.h"
 
 #include "bridge.h"
+#include "catalog_bridge.h"
 
 /*
  * kl_bridge_mkdir
@@ -180,25 +179,6 @@ kl_bridge_close_csv(KlBridge *b)
 }
 
 /*
- * kl_extension_version
- *		The installed version of kafka_lake.
- */
-static char *
-kl_extension_version(void)
-{
-	MemoryContext caller = CurrentMemoryContext;
-	KlCatalogSave cs = kl_catalog_begin();
-	char	   *version = NULL;
-
-	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'kafka_lake'",
-					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		version = MemoryContextStrdup(caller,
-									  SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-	kl_catalog_end(cs);
-	return version ? version : pstrdup("unknown");
-}
-
-/*
  * kl_append_coordinate
  *		{"offset": ..., "partition": ..., "topic": ...}
  */
@@ -256,7 +236,7 @@ kl_bridge_provenance(KlBridge *b)
 	kl_append_coordinate(&doc, b->src->topic, b->first_partition, b->first_offset);
 	appendStringInfoString(&doc, ",\n  \"format_version\": 1,\n  \"kafka_lake_version\": ");
 	{
-		char	   *version = kl_extension_version();
+		char	   *version = kl_catalog_extension_version();
 
 		kl_json_append_string(&doc, version, strlen(version));
 	}
@@ -381,23 +361,5 @@ kl_bridge_drop_temp(KlBridge *b)
 void
 kl_bridge_record_adapter(KlBridge *b)
 {
-	KlCatalogSave cs;
-	Oid			types[6] = {INT4OID, DATEOID, TEXTOID, INT4OID, INT8OID, TEXTOID};
-	Datum		values[6];
-
-	values[0] = Int32GetDatum(b->src->source_id);
-	values[1] = DateADTGetDatum(b->date);
-	values[2] = CStringGetTextDatum(b->source_hash);
-	values[3] = Int32GetDatum((int32) Min(b->selected, PG_INT32_MAX));
-	values[4] = Int64GetDatum(b->csv_bytes);
-	values[5] = CStringGetTextDatum(b->csv_relpath);
-
-	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("INSERT INTO kafka_lake.adapter_versions (source_id, business_date,"
-							  " source_hash, event_count, csv_bytes, path)"
-							  " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-							  6, types, values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record the adapter version");
-	b->adapter_created = (SPI_processed == 1);
-	kl_catalog_end(cs);
+	b->adapter_created = kl_catalog_record_adapter(b);
 }

@@ -36,15 +36,13 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "bridge.h"
+#include "catalog_bridge.h"
 
-const char *const kl_check_names[KL_NCHECKS] = {
+static const char *const kl_check_names[KL_NCHECKS] = {
 	"row_count_source_to_silver",
 	"unit_conservation_silver_to_gold",
 	"not_null_required_columns",
@@ -64,33 +62,13 @@ kl_set_check(KlBridge *b, int i, bool passed, char *expected, char *observed, ch
 {
 	KlCheck    *c = &b->checks[i];
 
+	c->name = kl_check_names[i];
 	c->passed = passed;
 	c->expected = MemoryContextStrdup(b->cxt, expected);
 	c->observed = MemoryContextStrdup(b->cxt, observed);
 	c->detail = MemoryContextStrdup(b->cxt, detail);
 	if (passed)
 		b->passed++;
-}
-
-/*
- * kl_spi_int8 / kl_spi_text
- *		A column of the first row of the last SPI result.
- */
-int64
-kl_spi_int8(int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-
-	return isnull ? 0 : DatumGetInt64(d);
-}
-
-static char *
-kl_spi_text(int col)
-{
-	char	   *s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
-
-	return s ? s : "";
 }
 
 /*
@@ -101,9 +79,7 @@ kl_spi_text(int col)
 void
 kl_bridge_check(KlBridge *b)
 {
-	KlCatalogSave cs;
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(b->run_id)};
+	KlSilverNumbers n;
 	int64		silver_rows,
 				bad_nulls,
 				bad_operations,
@@ -115,7 +91,6 @@ kl_bridge_check(KlBridge *b)
 	int64		gold_units = 0;
 	int64		gold_defects = 0;
 	StringInfoData expected_columns;
-	int			gucs;
 
 	for (int i = 0; i < b->ngroups; i++)
 	{
@@ -123,70 +98,15 @@ kl_bridge_check(KlBridge *b)
 		gold_defects += b->groups[i].defects;
 	}
 
-	/*
-	 * One scan of the run's silver rows gives every number but the exact
-	 * count of duplicate natural keys.  For that one, distinct 64-bit hashes
-	 * of the keys prove that the keys are distinct (sorting a million
-	 * integers is cheap); only when two hashes meet, which duplicates or a
-	 * rare collision cause, are the keys themselves grouped.  The planner
-	 * cannot know that the new run has a million rows (the statistics
-	 * predate them) and would sort them to group: hash them instead, in
-	 * memory.
-	 */
-	gucs = NewGUCNestLevel();
-	(void) set_config_option("work_mem", "262144", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-
-	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT count(*),"
-							  " coalesce(sum(units_produced), 0)::text,"
-							  " coalesce(sum(defect_count), 0)::text,"
-							  " count(*) FILTER (WHERE num_nulls(event_id, event_time, business_date,"
-							  "   plant_id, line_id, work_order_id, machine_id, product_code, operation,"
-							  "   units_produced, defect_count, cycle_time_ms, schema_version, kafka_topic,"
-							  "   kafka_partition, kafka_offset, kafka_record_fingerprint) > 0),"
-							  " count(*) FILTER (WHERE operation IS NULL OR operation NOT IN"
-							  "   ('assembly', 'inspection', 'packaging', 'welding', 'machining', 'calibration')),"
-							  " count(*) FILTER (WHERE NOT (units_produced >= 0 AND defect_count >= 0"
-							  "   AND defect_count <= units_produced AND cycle_time_ms > 0"
-							  "   AND schema_version = 1)),"
-							  " count(DISTINCT pg_catalog.hash_record_extended("
-							  "   ROW(work_order_id, machine_id, event_time), 0))"
-							  " FROM kafka_lake.silver_machine_events WHERE run_id = $1",
-							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not check kafka_lake.silver_machine_events");
-	silver_rows = kl_spi_int8(1);
-	silver_units = pstrdup(kl_spi_text(2));
-	silver_defects = pstrdup(kl_spi_text(3));
-	bad_nulls = kl_spi_int8(4);
-	bad_operations = kl_spi_int8(5);
-	bad_ranges = kl_spi_int8(6);
-	duplicate_rows = 0;
-	if (kl_spi_int8(7) != silver_rows)
-	{
-		if (SPI_execute_with_args("SELECT coalesce(sum(n - 1), 0)::bigint FROM"
-								  " (SELECT count(*) AS n FROM kafka_lake.silver_machine_events"
-								  "   WHERE run_id = $1"
-								  "   GROUP BY work_order_id, machine_id, event_time"
-								  "   HAVING count(*) > 1) d",
-								  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not check kafka_lake.silver_machine_events");
-		duplicate_rows = kl_spi_int8(1);
-	}
-
-	if (SPI_execute("SELECT string_agg(format('%s %s%s', a.attname,"
-					"   pg_catalog.format_type(a.atttypid, a.atttypmod),"
-					"   CASE WHEN a.attnotnull THEN ' not null' ELSE '' END), ', ' ORDER BY a.attnum)"
-					" FROM pg_catalog.pg_attribute a"
-					" WHERE a.attrelid = 'kafka_lake.silver_machine_events'::pg_catalog.regclass"
-					" AND a.attnum > 0 AND NOT a.attisdropped",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the columns of kafka_lake.silver_machine_events");
-	silver_columns = pstrdup(kl_spi_text(1));
-	kl_catalog_end(cs);
-	AtEOXact_GUC(true, gucs);
+	kl_catalog_silver_numbers(b->run_id, &n);
+	silver_rows = n.rows;
+	silver_units = n.units;
+	silver_defects = n.defects;
+	bad_nulls = n.bad_nulls;
+	bad_operations = n.bad_operations;
+	bad_ranges = n.bad_ranges;
+	duplicate_rows = n.duplicate_rows;
+	silver_columns = n.columns;
 
 	b->silver_rows = silver_rows;
 	b->passed = 0;

@@ -372,41 +372,6 @@ kl_table_source(Oid relid, char **source, char **status)
 }
 
 /*
- * kl_check_source_read
- *		May userid read source through the foreign table relid (InvalidOid:
- *		one being declared)?  Through the source's own table, PostgreSQL's
- *		own check on that table decides; through any other, userid needs
- *		SELECT on the source's own table (see the file header).  A source
- *		whose table is missing is then readable by superusers only; a table
- *		declared before its source exists is checked when it is read.
- */
-void
-kl_check_source_read(const char *source, Oid relid, Oid userid)
-{
-	char	   *relname = psprintf("%s_records", source);
-	Oid			nsp = get_namespace_oid("kafka_lake", true);
-	Oid			source_rel = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
-
-	if (OidIsValid(source_rel) && source_rel == relid)
-		return;
-	if (!OidIsValid(source_rel) && (!OidIsValid(relid) || superuser_arg(userid)))
-		return;
-	if (OidIsValid(source_rel) &&
-		(pg_class_aclcheck(source_rel, userid, ACL_SELECT) == ACLCHECK_OK ||
-		 pg_attribute_aclcheck_all(source_rel, userid, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to read source \"%s\"", source),
-			 errdetail("Reading a source through a foreign table other than kafka_lake.%s needs SELECT on kafka_lake.%s (on the whole table), which role \"%s\" does not have.",
-					   quote_identifier(relname), quote_identifier(relname),
-					   GetUserNameFromId(userid, false)),
-			 errhint("GRANT SELECT ON kafka_lake.%s TO %s, or read the source through a view owned by a role that may read it.",
-					 quote_identifier(relname),
-					 quote_identifier(GetUserNameFromId(userid, false)))));
-}
-
-/*
  * kl_table_status_file
  *		The file of the table's status option, or -1.
  */

@@ -54,6 +54,8 @@ extern int	kl_batch_max_records;
 extern int	kl_batch_max_bytes;
 extern char *kl_fault_injection;
 extern void kl_fault_point(const char *point);
+extern void kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname,
+							  const char *hint);
 
 /* ---------- in options.c ---------- */
 extern bool kl_is_secret_property(const char *name);
@@ -62,6 +64,9 @@ extern char *kl_scrub_secrets(const char *text, List *secrets);
 extern bool kl_text_may_hold_secret(const char *text);
 extern char *kl_scrub_sql_secrets(const char *text, bool statement, List **values);
 extern void kl_foreign_table_options(Oid relid, char **source, char **status);
+extern ForeignServer *kl_get_server(const char *name);
+extern void kl_check_server_usage(ForeignServer *server);
+extern void kl_check_source_read(const char *source, Oid relid, Oid userid);
 
 /* ---------- in kafka.c ---------- */
 #define KL_LOG_RING		16
@@ -449,8 +454,6 @@ typedef struct KlDurable
 	uint8	   *fingerprints;	/* KL_SHA256_LEN each */
 } KlDurable;
 
-extern void kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname,
-							  const char *hint);
 /* What the catalog remembers of a partition of a source */
 typedef struct KlPartitionState
 {
@@ -460,14 +463,8 @@ typedef struct KlPartitionState
 								 * batch; 0 when nothing is recorded */
 } KlPartitionState;
 
-extern void kl_check_source_name(const char *name);
-extern void kl_check_group_id(const char *group_id);
-extern void kl_check_topic_name(const char *topic);
-extern ForeignServer *kl_get_server(const char *name);
-extern void kl_check_server_usage(ForeignServer *server);
 extern KlSource *kl_source_lookup(const char *name);
 extern KlSource *kl_source_arg(FunctionCallInfo fcinfo, int argno);
-extern void kl_source_lock(KlSource *src);
 typedef struct KlCatalogSave
 {
 	Oid			userid;			/* the caller's user id and security context */
@@ -497,8 +494,31 @@ extern void kl_catalog_record_manifest_checks(KlSource *src, const char *batch_i
 											  uint32 crc32c);
 extern void kl_catalog_partition_state(KlSource *src, int32 partition, KlPartitionState *state);
 extern char *kl_catalog_group_users(KlSource *src);
+extern void kl_catalog_lock_source(KlSource *src);
+extern bool kl_catalog_source_exists(int32 source_id, const char *source);
+extern bool kl_catalog_partition_changed(KlSource *src, int32 partition);
+extern void kl_catalog_insert_source(const char *source, const char *server, const char *topic,
+									 const char *group_id, const char *contract, const char *root,
+									 const char *default_group);
+extern void kl_catalog_create_records_table(const char *source, const char *server,
+											const char *topic);
+extern void kl_catalog_lock_source_for_drop(KlSource *src);
+extern void kl_catalog_delete_source(KlSource *src);
+
+/* ---------- in names.c ---------- */
+extern void kl_check_source_name(const char *name);
+extern void kl_check_topic_name(const char *topic);
+extern void kl_check_group_id(const char *group_id);
+
+/* ---------- in locks.c ---------- */
 extern bool kl_try_lock_partition(KlSource *src, int32 partition);
 extern void kl_unlock_partition(KlSource *src, int32 partition);
+extern void kl_lock_bridge_date(int32 source_id, DateADT date);
+extern void kl_lock_group_id(const char *group_id);
+extern void kl_lock_source_dir(const char *source);
+
+/* ---------- in source.c ---------- */
+extern void kl_source_lock(KlSource *src);
 
 extern void kl_bounds_init(KlBounds *bounds);
 extern bool kl_bounds_empty(const KlBounds *bounds);
@@ -558,9 +578,6 @@ extern void kl_undo_forget(const char *path);
 extern void kl_undo_remove_tree_at_commit(const char *path, int32 source_id, const char *origin);
 extern bool kl_undo_displace(const char *dir, const char *root, const char *source);
 extern void kl_settle_displaced(const char *root, const char *source);
-
-/* ---------- in fdw.c ---------- */
-extern void kl_check_source_read(const char *source, Oid relid, Oid userid);
 
 /* ---------- in recover.c ---------- */
 extern int	kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out,
