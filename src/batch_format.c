@@ -239,7 +239,7 @@ kl_append_key(StringInfo out, const KlRecord *r)
 	appendStringInfoString(out, "\"key\": ");
 	if (r->key == NULL)
 		appendStringInfoString(out, "null");
-	else if (kl_utf8_valid(r->key, r->key_len) && memchr(r->key, '\0', r->key_len) == NULL)
+	else if (kl_utf8_text_valid(r->key, r->key_len))
 		kl_json_append_string(out, r->key, r->key_len);
 	else
 	{
@@ -302,8 +302,7 @@ kl_append_raw_value(StringInfo out, const KlRecord *r)
 {
 	if (r->value == NULL)
 		appendStringInfoString(out, "\"raw_value\": null");
-	else if (kl_utf8_valid(r->value, r->value_len) &&
-			 memchr(r->value, '\0', r->value_len) == NULL)
+	else if (kl_utf8_text_valid(r->value, r->value_len))
 	{
 		appendStringInfoString(out, "\"raw_value\": ");
 		kl_json_append_string(out, r->value, r->value_len);

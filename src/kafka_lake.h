@@ -202,6 +202,7 @@ typedef struct KlJsonReader
 
 extern int	kl_utf8_sequence_length(const unsigned char *p, size_t avail);
 extern bool kl_utf8_valid(const char *s, size_t len);
+extern bool kl_utf8_text_valid(const char *s, size_t len);
 extern void kl_json_init(KlJsonReader *r, const char *buf, size_t len, int max_depth);
 extern bool kl_json_parse_document(KlJsonReader *r, KlJsonValue *out);
 extern void kl_json_object_open(KlJsonReader *iter, const char *start, const char *end,
