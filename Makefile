@@ -11,25 +11,26 @@ MODULE_big = kafka_lake
 OBJS = \
 	src/kafka_lake.o \
 	src/options.o \
+	src/names.o \
 	src/kafka.o \
 	src/json.o \
 	src/contract.o \
 	src/digest.o \
-	src/names.o \
-	src/locks.o \
-	src/catalog.o \
-	src/catalog_bridge.o \
-	src/source.o \
 	src/batch_format.o \
 	src/landing_files.o \
+	src/batch_read.o \
 	src/fileundo.o \
+	src/locks.o \
+	src/bulk_insert.o \
+	src/catalog.o \
+	src/source.o \
 	src/land.o \
 	src/recover.o \
-	src/batch_read.o \
+	src/verify.o \
 	src/fdw.o \
 	src/csv.o \
-	src/bulk_insert.o \
 	src/keyset.o \
+	src/catalog_bridge.o \
 	src/bridge.o \
 	src/bridge_select.o \
 	src/bridge_adapter.o \

@@ -78,7 +78,10 @@
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
-#include "kafka_lake.h"
+#include "batch_format.h"
+#include "contract.h"
+#include "digest.h"
+#include "json.h"
 
 const char *const kl_file_names[KL_NFILES] = {
 	"accepted.jsonl", "duplicates.jsonl", "quarantine.jsonl"

@@ -42,7 +42,11 @@
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
-#include "kafka_lake.h"
+#include "batch_format.h"
+#include "batch_read.h"
+#include "catalog.h"
+#include "digest.h"
+#include "landing_files.h"
 
 #define KL_READ_CHUNK	(16 * 1024 * 1024)
 #define KL_MANIFEST_CHUNK	(256 * 1024)

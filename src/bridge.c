@@ -73,6 +73,12 @@
 #include "utils/timestamp.h"
 
 #include "bridge.h"
+#include "catalog.h"
+#include "digest.h"
+#include "landing_files.h"
+#include "locks.h"
+#include "recover.h"
+#include "source.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_bridge);
 

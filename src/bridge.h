@@ -13,7 +13,12 @@
 #ifndef KAFKA_LAKE_BRIDGE_H
 #define KAFKA_LAKE_BRIDGE_H
 
-#include "kafka_lake.h"
+#include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
+#include "utils/date.h"
+
+#include "catalog.h"
+#include "digest.h"
 #include "keyset.h"
 
 #define KL_NCHECKS				8

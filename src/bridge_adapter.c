@@ -41,6 +41,9 @@
 
 #include "bridge.h"
 #include "catalog_bridge.h"
+#include "digest.h"
+#include "fileundo.h"
+#include "json.h"
 
 /*
  * kl_bridge_mkdir

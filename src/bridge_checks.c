@@ -41,6 +41,7 @@
 
 #include "bridge.h"
 #include "catalog_bridge.h"
+#include "csv.h"
 
 static const char *const kl_check_names[KL_NCHECKS] = {
 	"row_count_source_to_silver",

@@ -35,6 +35,7 @@
 
 #include "bridge.h"
 #include "catalog_bridge.h"
+#include "kafka_lake.h"
 
 /*
  * kl_bridge_find_processed_run

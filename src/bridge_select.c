@@ -37,7 +37,15 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "batch_format.h"
+#include "batch_read.h"
 #include "bridge.h"
+#include "catalog.h"
+#include "contract.h"
+#include "csv.h"
+#include "digest.h"
+#include "json.h"
+#include "keyset.h"
 
 /*
  * kl_bridge_scan

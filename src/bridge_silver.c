@@ -42,6 +42,11 @@
 
 #include "bridge.h"
 #include "bulk_insert.h"
+#include "catalog.h"
+#include "contract.h"
+#include "csv.h"
+#include "json.h"
+#include "keyset.h"
 
 #define KL_SILVER_CHUNK			1000
 

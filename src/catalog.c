@@ -84,7 +84,10 @@
 #include "executor/tuptable.h"
 #include "executor/executor.h"
 
+#include "batch_format.h"
 #include "bulk_insert.h"
+#include "catalog.h"
+#include "digest.h"
 #include "kafka_lake.h"
 
 

@@ -26,6 +26,8 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "bridge.h"
+#include "catalog.h"
 #include "catalog_bridge.h"
 
 /*

@@ -104,7 +104,8 @@
 #include "utils/date.h"
 #include "utils/datetime.h"
 
-#include "kafka_lake.h"
+#include "contract.h"
+#include "json.h"
 
 /* field numbers, in the order the checks report missing fields */
 enum

@@ -45,7 +45,8 @@
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
-#include "kafka_lake.h"
+#include "csv.h"
+#include "landing_files.h"
 
 #define KL_CSV_READ_CHUNK	(4 * 1024 * 1024)
 

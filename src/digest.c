@@ -31,7 +31,7 @@
 #include "utils/memutils.h"
 #include "utils/uuid.h"
 
-#include "kafka_lake.h"
+#include "digest.h"
 
 static EVP_MD *kl_sha256_md = NULL;
 static EVP_MD_CTX *kl_scratch_ctx = NULL;

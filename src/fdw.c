@@ -110,7 +110,14 @@
 #include "utils/sampling.h"
 #include "utils/timestamp.h"
 
-#include "kafka_lake.h"
+#include "batch_format.h"
+#include "batch_read.h"
+#include "catalog.h"
+#include "compat.h"
+#include "contract.h"
+#include "digest.h"
+#include "json.h"
+#include "options.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_fdw_handler);
 

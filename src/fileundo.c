@@ -93,7 +93,11 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "kafka_lake.h"
+#include "catalog.h"
+#include "digest.h"
+#include "fileundo.h"
+#include "landing_files.h"
+#include "locks.h"
 
 #define KL_DROPPED_DIR			".kafka_lake_dropped"
 

@@ -36,7 +36,7 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 
-#include "kafka_lake.h"
+#include "json.h"
 
 static bool kl_json_value(KlJsonReader *r, KlJsonValue *out, int depth);
 

@@ -63,7 +63,12 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "catalog.h"
+#include "compat.h"
+#include "kafka.h"
 #include "kafka_lake.h"
+#include "names.h"
+#include "options.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_lag);
 PG_FUNCTION_INFO_V1(kafka_lake_produce);

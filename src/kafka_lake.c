@@ -61,7 +61,9 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "kafka_lake.h"
+#include "options.h"
 
 PG_MODULE_MAGIC;
 

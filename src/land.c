@@ -113,7 +113,17 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "batch_format.h"
+#include "catalog.h"
+#include "compat.h"
+#include "contract.h"
+#include "digest.h"
+#include "kafka.h"
 #include "kafka_lake.h"
+#include "landing_files.h"
+#include "locks.h"
+#include "recover.h"
+#include "source.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_land);
 PG_FUNCTION_INFO_V1(kafka_lake_replay);

@@ -60,7 +60,12 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "batch_format.h"
+#include "catalog.h"
+#include "digest.h"
+#include "json.h"
 #include "kafka_lake.h"
+#include "landing_files.h"
 
 #define KL_WRITE_CHUNK	(1024 * 1024)
 #define KL_SOURCE_MARKER_LINE	"database %u source %s\n"	/* the marker's content */

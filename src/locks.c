@@ -42,7 +42,8 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 
-#include "kafka_lake.h"
+#include "catalog.h"
+#include "locks.h"
 
 #define KL_LOCK_SPACE_PARTITION		0x4B4C	/* "KL" */
 #define KL_LOCK_SPACE_BRIDGE		0x4B4D	/* "KM" */

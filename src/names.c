@@ -20,7 +20,7 @@
 
 #include "mb/pg_wchar.h"
 
-#include "kafka_lake.h"
+#include "names.h"
 
 #define KL_MAX_SOURCE_NAME			55	/* so that "<source>_records" fits NAMEDATALEN */
 #define KL_MAX_KAFKA_STRING			32767	/* bytes of a Kafka protocol string */

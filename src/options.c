@@ -89,7 +89,10 @@
 #include "utils/syscache.h"
 #include "utils/varlena.h"
 
-#include "kafka_lake.h"
+#include "batch_format.h"
+#include "compat.h"
+#include "names.h"
+#include "options.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_fdw_validator);
 

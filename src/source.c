@@ -36,7 +36,14 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "catalog.h"
+#include "fileundo.h"
 #include "kafka_lake.h"
+#include "landing_files.h"
+#include "locks.h"
+#include "names.h"
+#include "options.h"
+#include "source.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_create_source);
 PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
