@@ -20,7 +20,8 @@
  * per line, LF-terminated:
  *
  *	accepted	{"event": {...}, "kafka": {...}}
- *	duplicates	{"duplicate_of": {"offset", "partition", "topic"}, "event": ..., "kafka": ...}
+ *	duplicates	{"duplicate_of": {"offset", "partition", "topic"},
+ *				 "event": ..., "kafka": ...}
  *	quarantine	{"kafka": ..., "raw_value": "..." | "raw_value_base64": "...",
  *				 "validation_error": "..."}
  *

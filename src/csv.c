@@ -198,7 +198,7 @@ kl_csv_open(KlCsvReader *r, const char *path)
 
 	memset(r, 0, sizeof(*r));
 	r->path = pstrdup(path);
-	/* a file of the landing: only a regular file, never blocking (landing_files.c) */
+	/* a file of the landing: a regular file, never blocking (landing_files.c) */
 	r->fd = kl_open_landed(path, &not_regular);
 	if (r->fd < 0 && not_regular != NULL)
 		ereport(ERROR,

@@ -54,18 +54,19 @@
  * Execution.  The batch list is read at the start of the scan with the
  * statement's snapshot (a cursor keeps the list it started with), each
  * needed file is read whole into one buffer reused for every file, and
- * checked (size, lines, CRC-32C) before its first row; each line is parsed
- * only as far as the columns asked for need (batch_format.c).  Values are built
- * straight from the JSON spans, with fast paths for integers, booleans,
- * text, dates and ISO-8601 timestamps with a zone; other types go through
- * the column type's input function, and an error there names column,
- * batch, file and line (error context) and says what to do (hint).
- * Constant columns (topic, status, batch_id) are built once per scan.  A
- * coordinate that recover() demoted (an accepted line whose event_id was
- * accepted first elsewhere; 'D' in the catalog) reads as a duplicate, as
- * recover() reports: the accepted file of its batch is read for
- * duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
- * stop a scan promptly.
+ * checked (size, lines, CRC-32C) before its first row (batch_read.c); each
+ * line is parsed only as far as the columns asked for need, by the fast
+ * path of the batch format (batch_format.c, which EXPLAIN (ANALYZE,
+ * VERBOSE) shows at work).  Values are built straight from the JSON spans,
+ * with fast paths for integers, booleans, text, dates and ISO-8601
+ * timestamps with a zone; other types go through the column type's input
+ * function, and an error there names column, batch, file and line (error
+ * context) and says what to do (hint).  Constant columns (topic, status,
+ * batch_id) are built once per scan.  A coordinate that recover() demoted
+ * (an accepted line whose event_id was accepted first elsewhere; 'D' in the
+ * catalog) reads as a duplicate, as recover() reports: the accepted file of
+ * its batch is read for duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs
+ * for every line, so cancel and statement_timeout stop a scan promptly.
  *
  * IDENTIFICATION
  *	  src/fdw.c

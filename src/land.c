@@ -28,9 +28,10 @@
  *	   against the window and the catalog (accepted_events), which also
  *	   reserves them (I3);
  *	3. and 4. write the batch into a staging directory, fsync, rename, fsync
- *	   the parent (landing_files.c).  New coordinates separated by reused ones go
- *	   to separate batches, so a batch's offset range never overlaps another
- *	   batch's (the exclusion constraint on coordinates enforces it);
+ *	   the parent (landing_files.c; what is written, batch_format.c).  New
+ *	   coordinates separated by reused ones go to separate batches, so a
+ *	   batch's offset range never overlaps another batch's (the exclusion
+ *	   constraint on coordinates enforces it);
  *	5. record the batch and its coordinates in the catalog;
  *	6. commit "last polled offset + 1" to the consumer group and wait for
  *	   the answer (bounded by the call's timeout, kafka.c), and remember the
@@ -69,7 +70,7 @@
  * watermarks when the partition seems to end below what was landed, before
  * that is taken for a re-created topic.  Under REPEATABLE READ the catalog
  * cannot see the other call's work at all: a partition changed after the
- * snapshot is a serialization failure (catalog.c).
+ * snapshot is a serialization failure (locks.c).
  *
  * THE CONSUMER GROUP
  *

@@ -17,9 +17,9 @@
  *	0x4B4D "KM"			(source, business date): one bridge of a date at a
  *						time; a second caller waits, then reports the first
  *						one's run as skipped.
- *	0x4B47 "KG"			a hash of a consumer group id: create_source refuses
- *						a group another source uses, and two concurrent calls
- *						must not both take one.
+ *	0x4B47 "KG"			a hash of a consumer group id: create_source
+ *						refuses a group another source uses, and two
+ *						concurrent calls must not both take one.
  *	0x4B4E "KN"			a hash of a source name: one session at a time
  *						settles what a dead backend left of a displaced
  *						source directory (fileundo.c).

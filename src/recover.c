@@ -115,8 +115,8 @@ kl_emit_recover_row(Tuplestorestate *out, TupleDesc desc, const char *action,
  *		NULL when the entry name of partition directory part_dir can be a
  *		batch (a directory named after a batch id, not empty); otherwise why
  *		it is not one.  A batch appears by renaming a complete staging
- *		directory (landing_files.c), so anything else under such a name was put
- *		there by something else: it holds no landed data.
+ *		directory (landing_files.c), so anything else under such a name was
+ *		put there by something else: it holds no landed data.
  */
 char *
 kl_stray_reason(const char *part_dir, const char *name)
