@@ -25,9 +25,9 @@
  * runs as (the owner of a view the table is read through, else the current
  * user; the table's owner for ANALYZE).  It is checked when the scan starts
  * (EXPLAIN included) and, for the declaring role, by the validator when the
- * table is created or its source changed (kl_check_source_read).  A view
- * owned by a role that may read the source is how a narrower window is
- * granted.
+ * table is created or its source changed (kl_check_source_read,
+ * options.c).  A view owned by a role that may read the source is how a
+ * narrower window is granted.
  *
  * Planning.  Restriction clauses of the form <column> <op> <value> and
  * <column> = ANY (<array>) (hence IN lists) on partition, "offset",

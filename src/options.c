@@ -2,7 +2,10 @@
  *
  * options.c
  *	  The foreign-data wrapper's validator, and the librdkafka configuration
- *	  of a server built from its options and the caller's user mapping.
+ *	  of a server built from its options and the caller's user mapping; the
+ *	  servers of the wrapper, and who may read a source through a foreign
+ *	  table (the rule the validator applies to the option "source", and the
+ *	  scan again, fdw.c).
  *
  * A Kafka cluster is a foreign server.  Its options are "brokers" (the
  * bootstrap list) and any librdkafka property; a user mapping carries the
