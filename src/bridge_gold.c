@@ -32,7 +32,6 @@
 
 #include <math.h>
 
-
 #include "bridge.h"
 #include "catalog_bridge.h"
 #include "kafka_lake.h"

@@ -46,51 +46,37 @@
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
-#include "storage/fd.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "mb/pg_wchar.h"
 #include "commands/extension.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
-#include "foreign/foreign.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "storage/lmgr.h"
 #include "storage/proc.h"
-#include "access/genam.h"
-#include "access/table.h"
-#include "utils/fmgroids.h"
-#include "utils/guc.h"
-#include "utils/rel.h"
-#include "storage/lock.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/uuid.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "access/relscan.h"
-#include "access/heapam.h"
-#include "catalog/index.h"
-#include "access/tableam.h"
-#include "catalog/namespace.h"
-#include "commands/dbcommands.h"
-#include "executor/tuptable.h"
-#include "executor/executor.h"
+#include "utils/uuid.h"
 
 #include "batch_format.h"
 #include "bulk_insert.h"
 #include "catalog.h"
 #include "digest.h"
 #include "kafka_lake.h"
-
-
 
 static void kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
 							   int expected);

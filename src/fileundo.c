@@ -83,13 +83,8 @@
 #include <unistd.h>
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
-#include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 

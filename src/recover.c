@@ -58,12 +58,10 @@
 #include "postgres.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xact.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -282,7 +280,6 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 						b.batch_id, src->source, demoted),
 				 errdetail("They count as duplicate_event_id in the foreign table and the bridge.")));
 }
-
 
 /*
  * kl_recover_partition
