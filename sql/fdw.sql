@@ -1,6 +1,6 @@
 --
--- fdw: EXPLAIN of kafka_lake foreign scans, pruned by every prunable column
--- (issue 4).  Needs the test broker: the harness (test/run) exports its
+-- fdw: EXPLAIN of kafka_lake foreign scans, pruned by every prunable
+-- column.  Needs the test broker: the harness (test/run) exports its
 -- address as KL_BOOTSTRAP.  Plans are shown with COSTS OFF; the one plan
 -- with costs goes through explain_filter, which masks cost figures and file
 -- sizes (they depend on the planner's cost settings), so the row estimate

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.c
- *	  The catalog tables of schema kafka_lake, through SPI; sources
- *	  (create_source, drop_source); partition ownership locks.
+ *	  The catalog tables of schema kafka_lake: every read and write of them
+ *	  (but the bridge's own, catalog_bridge.c), and the section every
+ *	  statement runs in.
  *
  * The catalog belongs to the extension's owner.  Its functions are granted
  * by EXECUTE, and the foreign tables by SELECT, so every catalog access here
@@ -31,27 +32,12 @@
  * accepted event_id costs a row, in accepted_events, because its uniqueness
  * (I3) must be enforced by the database across concurrent sessions.
  *
- * A source is not dropped under a writer: land(), replay(), recover() and
- * the bridge lock the source's row FOR KEY SHARE before they touch its
- * files (kl_source_lock), drop_source takes FOR UPDATE before it deletes
- * anything, and deletes with the newest snapshot, so what a lander
- * committed while the drop waited goes too (accepted_events has no foreign
- * key to cascade).  Its files are removed at commit (fileundo.c).
- *
- * Partition ownership: land() and replay() own a (source, partition) with a
- * transaction-level advisory lock in a lock space of our own (the fourth
- * field of the lock tag is 0x4B4C, "KL", so it cannot collide with a user's
- * pg_advisory_lock keys; pg_locks shows it as an advisory lock with objsubid
- * 19276).  A busy partition is skipped and reported "locked".  Under
- * REPEATABLE READ or SERIALIZABLE a partition that another session changed
- * after the transaction's snapshot is refused with a serialization failure
- * once its lock is held: the transaction cannot see what the other one
- * landed (kl_check_partition_snapshot).
- *
- * Consumer groups: the default group id is kafka_lake.<database>.<source>,
- * and create_source refuses a group another source of the database uses,
- * under an advisory lock of its own lock space ("KG") and against the
- * latest snapshot, so that concurrent calls cannot both take one group.
+ * Every statement on the catalog is here, or in catalog_bridge.c for the
+ * bridge's own tables: callers get C structs (KlSource, KlBatch, ...) and
+ * never see SQL.  kafka_lake.batches in particular has one reader,
+ * kl_catalog_scan_batches, for the foreign table, the bridge, recover() and
+ * verify().  What must go faster than SQL allows (the accepted event_ids of
+ * a landing) goes straight to the table (bulk_insert.c), still here.
  *
  * IDENTIFICATION
  *	  src/catalog.c
@@ -60,239 +46,44 @@
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
-#include "storage/fd.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "mb/pg_wchar.h"
 #include "commands/extension.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
-#include "foreign/foreign.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "storage/lmgr.h"
 #include "storage/proc.h"
-#include "access/genam.h"
-#include "access/table.h"
-#include "utils/fmgroids.h"
-#include "utils/guc.h"
-#include "utils/rel.h"
-#include "storage/lock.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/uuid.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "access/relscan.h"
-#include "access/heapam.h"
-#include "catalog/index.h"
-#include "access/tableam.h"
-#include "catalog/namespace.h"
-#include "commands/dbcommands.h"
-#include "executor/tuptable.h"
-#include "executor/executor.h"
+#include "utils/uuid.h"
 
+#include "batch_format.h"
+#include "bulk_insert.h"
+#include "catalog.h"
+#include "digest.h"
 #include "kafka_lake.h"
 
-PG_FUNCTION_INFO_V1(kafka_lake_create_source);
-PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
-
-#define KL_LOCK_SPACE_PARTITION		0x4B4C
-#define KL_MAX_SOURCE_NAME			55	/* so that "<source>_records" fits NAMEDATALEN */
-#define KL_SOURCE_MARKER			".kafka_lake_source"
-#define KL_SOURCE_MARKER_LINE		"database %u source %s\n"	/* its content */
-#define KL_MAX_KAFKA_STRING			32767	/* bytes of a Kafka protocol string */
-#define KL_LOCK_SPACE_GROUP			0x4B47	/* "KG": create_source's group ids */
-
-static void kl_check_partition_snapshot(KlSource *src, int32 partition);
 static void kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
 							   int expected);
 
 /* the extension owner, looked up once per transaction */
 static Oid	kl_owner_cache = InvalidOid;
 static LocalTransactionId kl_owner_cache_lxid = InvalidLocalTransactionId;
-
-/*
- * kl_check_source_name
- *		A source name is an identifier-like name: [a-z_][a-z0-9_]*, short
- *		enough that its foreign table name fits.
- */
-void
-kl_check_source_name(const char *name)
-{
-	int			len = strlen(name);
-	bool		ok = (len >= 1 && len <= 63 &&
-					  ((name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'));
-
-	for (int i = 1; ok && i < len; i++)
-	{
-		char		c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-			ok = false;
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("invalid source name \"%s\"", name),
-				 errdetail("A source name starts with a lower-case letter or an underscore, followed by lower-case letters, digits or underscores."),
-				 errhint("For example: machine_events.")));
-	if (len > KL_MAX_SOURCE_NAME)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("source name \"%s\" is too long", name),
-				 errdetail("The foreign table \"%s_records\" must fit in %d bytes.",
-						   name, NAMEDATALEN - 1),
-				 errhint("Use at most %d characters.", KL_MAX_SOURCE_NAME)));
-}
-
-/*
- * kl_check_topic_name
- *		Kafka's own rule: [A-Za-z0-9._-]{1,249}, and not "." or "..".  The
- *		topic becomes a directory name, so the rule is also what keeps it
- *		inside the landing directory.
- */
-void
-kl_check_topic_name(const char *topic)
-{
-	int			len = strlen(topic);
-	bool		ok = (len >= 1 && len <= 249 &&
-					  strcmp(topic, ".") != 0 && strcmp(topic, "..") != 0);
-
-	for (int i = 0; ok && i < len; i++)
-	{
-		char		c = topic[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			ok = false;
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("invalid topic name \"%s\"", topic),
-				 errdetail("A Kafka topic name has 1 to 249 characters from [A-Za-z0-9._-] and is not \".\" or \"..\".")));
-}
-
-/*
- * kl_check_not_null
- *		A NULL where a function needs a value is an ERROR (22004), never an
- *		empty result: an empty verify() would read as "no problem found".
- */
-void
-kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname, const char *hint)
-{
-	if (!PG_ARGISNULL(argno))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("%s must not be null", argname),
-			 hint ? errhint("%s", hint) :
-			 errhint("Name a source; kafka_lake.sources lists them.")));
-}
-
-/*
- * kl_check_group_id
- *		What Kafka cannot carry as a consumer group id is refused before it
- *		is stored: a Kafka string holds at most 32767 bytes (UTF-8), and a
- *		longer group id makes every request of the source malformed, which
- *		the broker answers by closing the connection (every land() would
- *		time out blaming the broker).  Control characters are refused too:
- *		Kafka takes them, but no tool shows such a group truthfully.
- */
-void
-kl_check_group_id(const char *group_id)
-{
-	size_t		len = strlen(group_id);
-	char	   *utf8;
-
-	for (size_t i = 0; i < len; i++)
-	{
-		unsigned char c = (unsigned char) group_id[i];
-
-		if (c < 0x20 || c == 0x7F)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_NAME),
-					 errmsg("invalid consumer group id"),
-					 errdetail("The group id contains the control character U+%04X at byte %d.",
-							   c, (int) i + 1),
-					 errhint("Use printable characters only, for example kafka-lake-machine-events.")));
-	}
-	utf8 = pg_server_to_any(group_id, len, PG_UTF8);
-	if (strlen(utf8) > KL_MAX_KAFKA_STRING)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("consumer group id is too long"),
-				 errdetail("Kafka strings hold at most %d bytes; this group id has %zu bytes in UTF-8.",
-						   KL_MAX_KAFKA_STRING, strlen(utf8)),
-				 errhint("Use a shorter group id, or leave group_id out for the default kafka_lake.<database>.<source>.")));
-}
-
-/*
- * kl_status_file_index
- *		The file that holds records of a status, or -1 for an unknown status.
- */
-int
-kl_status_file_index(const char *status)
-{
-	for (int i = 0; i < KL_NFILES; i++)
-	{
-		if (strcmp(status, kl_status_names[i]) == 0)
-			return i;
-	}
-	return -1;
-}
-
-/*
- * kl_get_server
- *		A foreign server of the kafka_lake wrapper, by name.
- */
-ForeignServer *
-kl_get_server(const char *name)
-{
-	ForeignServer *server = GetForeignServerByName(name, true);
-	ForeignDataWrapper *fdw;
-
-	if (server == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("server \"%s\" does not exist", name),
-				 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers 'host:port').",
-						 quote_identifier(name))));
-	fdw = GetForeignDataWrapper(server->fdwid);
-	if (strcmp(fdw->fdwname, "kafka_lake") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("server \"%s\" does not use the kafka_lake foreign-data wrapper", name)));
-	return server;
-}
-
-/*
- * kl_check_server_usage
- *		Creating a source on a server, or sending records through it, needs
- *		USAGE on the server, as declaring a foreign table there does: the
- *		server's options may carry what a superuser set up for the roles it
- *		grants (a client certificate, Kerberos).  (land(), replay() and lag()
- *		of an existing source are granted by EXECUTE alone: the source's
- *		creator chose its server.)
- */
-void
-kl_check_server_usage(ForeignServer *server)
-{
-	if (kl_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for foreign server %s", server->servername),
-				 errhint("GRANT USAGE ON FOREIGN SERVER %s TO %s;",
-						 quote_identifier(server->servername),
-						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
-}
 
 /*
  * kl_extension_owner
@@ -459,24 +250,16 @@ kl_source_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * kl_source_lock
- *		Keep a source from being dropped until the end of the transaction,
- *		and finish what an interrupted drop left of its directory.  Every
- *		function that writes a source's files (land, replay, recover, the
- *		bridge) calls it before it touches them.
- *
- *		The lock is FOR KEY SHARE on the source's row, the lock the foreign
- *		keys of batches take anyway; drop_source takes FOR UPDATE first and
- *		so waits for every such transaction, and one that starts while a
- *		drop is open waits for the drop and then finds the source gone.
+ * kl_catalog_lock_source
+ *		Lock the source's row FOR KEY SHARE until the end of the
+ *		transaction (kl_source_lock); ERROR if it was dropped meanwhile.
  */
 void
-kl_source_lock(KlSource *src)
+kl_catalog_lock_source(KlSource *src)
 {
 	KlCatalogSave cs;
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(src->source_id)};
-	char	   *root = pstrdup(src->dir);
 
 	cs = kl_catalog_begin();
 	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 FOR KEY SHARE",
@@ -491,8 +274,208 @@ kl_source_lock(KlSource *src)
 				 errhint("The existing sources are listed in kafka_lake.sources.")));
 	}
 	kl_catalog_end(cs);
-	get_parent_directory(root);
-	kl_settle_displaced(root, src->source);
+}
+
+/*
+ * kl_catalog_source_exists
+ *		Does the catalog (as committed now) hold source source_id of that
+ *		name?
+ */
+bool
+kl_catalog_source_exists(int32 source_id, const char *source)
+{
+	KlCatalogSave cs;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(source_id), CStringGetTextDatum(source)};
+	bool		exists;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 AND source = $2",
+							  2, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.sources");
+	exists = SPI_processed > 0;
+	kl_catalog_end(cs);
+	return exists;
+}
+
+/*
+ * kl_catalog_partition_changed
+ *		Did another session land or commit this partition after the
+ *		transaction's snapshot was taken?  What that snapshot sees of it is
+ *		compared with what the latest one sees (kl_check_partition_snapshot,
+ *		locks.c).
+ */
+bool
+kl_catalog_partition_changed(KlSource *src, int32 partition)
+{
+	static const char *sql =
+		"SELECT (SELECT count(*) FROM kafka_lake.batches"
+		"        WHERE source_id = $1 AND topic = $2 AND partition = $3),"
+		"       (SELECT count(*) FROM kafka_lake.offset_commits"
+		"        WHERE source_id = $1 AND topic = $2 AND partition = $3)";
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+	Int32GetDatum(partition)};
+	int64		mine[2];
+	int64		latest[2];
+	bool		isnull;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec(sql, 3, types, values, NULL, SPI_OK_SELECT);
+	for (int i = 0; i < 2; i++)
+		mine[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  i + 1, &isnull));
+	kl_spi_exec_latest(sql, 3, types, values, SPI_OK_SELECT);
+	for (int i = 0; i < 2; i++)
+		latest[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												i + 1, &isnull));
+	kl_catalog_end(cs);
+	return mine[0] != latest[0] || mine[1] != latest[1];
+}
+
+/*
+ * kl_catalog_insert_source
+ *		Record a new source; ERROR (42710) when the name is taken, or the
+ *		consumer group is another source's (checked against what is
+ *		committed now: the caller holds the group id's lock, locks.c).
+ */
+void
+kl_catalog_insert_source(const char *source, const char *server, const char *topic,
+						 const char *group_id, const char *contract, const char *root,
+						 const char *default_group)
+{
+	KlCatalogSave cs;
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[6];
+
+	values[0] = CStringGetTextDatum(source);
+	values[1] = CStringGetTextDatum(server);
+	values[2] = CStringGetTextDatum(topic);
+	values[3] = CStringGetTextDatum(group_id);
+	values[4] = CStringGetTextDatum(contract);
+	values[5] = CStringGetTextDatum(root);
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("source \"%s\" already exists", source),
+				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
+
+	/* one group, one source (the caller holds the group's lock) */
+	kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $1 ORDER BY source LIMIT 1",
+					   1, types + 3, values + 3, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("consumer group \"%s\" is already used by source \"%s\"",
+						group_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errdetail("Sources that share a consumer group overwrite each other's committed offsets and skip records."),
+				 errhint("Give group_id another value, or leave it out for the default %s.",
+						 default_group)));
+
+	/* a concurrent create_source of the same name: 42710, not a unique violation */
+	kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
+				" landing_dir) VALUES ($1, $2, $3, $4, $5, $6)"
+				" ON CONFLICT (source) DO NOTHING",
+				6, types, values, NULL, SPI_OK_INSERT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("source \"%s\" already exists", source),
+				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_create_records_table
+ *		The foreign table kafka_lake.<source>_records of a new source, owned
+ *		like the rest of the catalog by the extension's owner.
+ */
+void
+kl_catalog_create_records_table(const char *source, const char *server, const char *topic)
+{
+	KlCatalogSave cs;
+	StringInfoData sql;
+
+	cs = kl_catalog_begin();
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE FOREIGN TABLE kafka_lake.%s ("
+					 " topic text, partition integer, \"offset\" bigint, key text,"
+					 " timestamp_ms bigint, fingerprint text, status text, event_id text,"
+					 " business_date date, event jsonb, raw_value text,"
+					 " validation_error text, batch_id text)"
+					 " SERVER %s OPTIONS (source %s)",
+					 quote_identifier(psprintf("%s_records", source)),
+					 quote_identifier(server),
+					 quote_literal_cstr(source));
+	kl_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "COMMENT ON FOREIGN TABLE kafka_lake.%s IS %s",
+					 quote_identifier(psprintf("%s_records", source)),
+					 quote_literal_cstr(psprintf("Records landed by kafka_lake source %s (topic %s)",
+												 source, topic)));
+	kl_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_lock_source_for_drop
+ *		drop_source's lock on the source's row (FOR UPDATE): wait for every
+ *		transaction that holds it FOR KEY SHARE (kl_catalog_lock_source),
+ *		keep new ones out.  ERROR if another session dropped it meanwhile.
+ */
+void
+kl_catalog_lock_source_for_drop(KlSource *src)
+{
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(src->source_id)};
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 FOR UPDATE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		kl_catalog_end(cs);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source \"%s\" does not exist", src->source),
+				 errdetail("Another session dropped it while this call waited for it.")));
+	}
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_delete_source
+ *		Forget a source (its row lock held, kl_catalog_lock_source_for_drop):
+ *		its foreign table, its accepted event_ids and coordinates (with the
+ *		newest snapshot, so that what a transaction committed while the drop
+ *		waited goes too), its row and, by cascade, the rest.
+ */
+void
+kl_catalog_delete_source(KlSource *src)
+{
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(src->source_id)};
+
+	cs = kl_catalog_begin();
+	kl_spi_exec(psprintf("DROP FOREIGN TABLE IF EXISTS kafka_lake.%s",
+						 quote_identifier(psprintf("%s_records", src->source))),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	kl_spi_exec_latest("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1",
+					   1, types, values, SPI_OK_DELETE);
+	kl_spi_exec_latest("DELETE FROM kafka_lake.coordinates WHERE source_id = $1",
+					   1, types, values, SPI_OK_DELETE);
+	kl_spi_exec("DELETE FROM kafka_lake.sources WHERE source_id = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	kl_catalog_end(cs);
 }
 
 /*
@@ -750,25 +733,18 @@ kl_record_key_cmp(const void *a, const void *b)
  *		Insert the candidates (status 'a') into accepted_events.
  *
  *		This is the one per-record catalog write of a landing, so it goes
- *		straight to the table and its primary key (heap_multi_insert, then
- *		one index_insert with a unique check per row) instead of through an
- *		INSERT statement, which costs several times more per row.  The table
- *		is ours and has no triggers; the unique check is the index's own, so a
- *		concurrent session's uncommitted key makes us wait, and a committed one
- *		raises the unique violation that kl_try_insert_events catches.
+ *		straight to the table and its primary key (bulk_insert.c) instead of
+ *		through an INSERT statement, which costs several times more per row.
+ *		The unique check is the index's own, so a concurrent session's
+ *		uncommitted key makes us wait, and a committed one raises the unique
+ *		violation that kl_try_insert_events catches.
  */
 static void
 kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 {
 	Relation	rel = table_open(kl_catalog_relid("accepted_events"), RowExclusiveLock);
-	Relation	idx;
-	IndexInfo  *ii;
 	List	   *indexes = RelationGetIndexList(rel);
-	CommandId	cid = GetCurrentCommandId(true);
-	BulkInsertState bistate = GetBulkInsertState();
-	int			chunk = 1000;
-	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * chunk);
-	int			nslots = 0;
+	KlBulkInsert w;
 	KlRecord  **order;
 	int			ncand = 0;
 
@@ -778,10 +754,7 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 				 errmsg("kafka_lake.accepted_events must have its primary key as its only index"),
 				 errdetail("Landing maintains that index itself."),
 				 errhint("Drop the other indexes of kafka_lake.accepted_events.")));
-	idx = index_open(linitial_oid(indexes), RowExclusiveLock);
-	ii = BuildIndexInfo(idx);
-	for (int i = 0; i < chunk; i++)
-		slots[i] = table_slot_create(rel, NULL);
+	kl_bulk_open(&w, rel, 1000, 0, CurrentMemoryContext);
 
 	/*
 	 * Insert in key order: consecutive keys land on neighbouring leaf pages,
@@ -795,44 +768,18 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	}
 	qsort(order, ncand, sizeof(KlRecord *), kl_record_key_cmp);
 
-	for (int i = 0; i <= ncand; i++)
+	for (int i = 0; i < ncand; i++)
 	{
-		if (i == ncand || nslots == chunk)
-		{
-			if (nslots > 0)
-			{
-				table_multi_insert(rel, slots, nslots, cid, 0, bistate);
-				for (int j = 0; j < nslots; j++)
-				{
-					Datum		key = slots[j]->tts_values[0];
-					bool		isnull = false;
+		TupleTableSlot *slot = kl_bulk_next_slot(&w);
 
-					index_insert(idx, &key, &isnull, &slots[j]->tts_tid, rel,
-								 UNIQUE_CHECK_YES, false, ii);
-				}
-				nslots = 0;
-				CHECK_FOR_INTERRUPTS();
-			}
-			if (i == ncand)
-				break;
-		}
-		{
-			TupleTableSlot *slot = slots[nslots++];
-
-			ExecClearTuple(slot);
-			slot->tts_values[0] = UUIDPGetDatum(&order[i]->event_key);
-			slot->tts_values[1] = Int32GetDatum(src->source_id);
-			slot->tts_values[2] = Int32GetDatum(partition);
-			slot->tts_values[3] = Int64GetDatum(order[i]->offset);
-			memset(slot->tts_isnull, false, sizeof(bool) * 4);
-			ExecStoreVirtualTuple(slot);
-		}
+		slot->tts_values[0] = UUIDPGetDatum(&order[i]->event_key);
+		slot->tts_values[1] = Int32GetDatum(src->source_id);
+		slot->tts_values[2] = Int32GetDatum(partition);
+		slot->tts_values[3] = Int64GetDatum(order[i]->offset);
+		memset(slot->tts_isnull, false, sizeof(bool) * 4);
+		kl_bulk_add(&w);
 	}
-
-	for (int i = 0; i < chunk; i++)
-		ExecDropSingleTupleTableSlot(slots[i]);
-	FreeBulkInsertState(bistate);
-	index_close(idx, RowExclusiveLock);
+	kl_bulk_close(&w);
 	table_close(rel, RowExclusiveLock);
 }
 
@@ -922,7 +869,7 @@ kl_catalog_has_manifest_checks(void)
  *		Record a landed batch: its row in batches and its coordinates.
  */
 void
-kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *recs, int n)
+kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, int n)
 {
 	KlCatalogSave cs;
 	Oid			btypes[20] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
@@ -958,9 +905,9 @@ kl_catalog_insert_batch(KlSource *src, const KlLandedBatch *b, const KlRecord *r
 	bvalues[4] = Int64GetDatum(b->first_offset);
 	bvalues[5] = Int64GetDatum(b->last_offset);
 	bvalues[6] = Int32GetDatum(b->record_count);
-	bvalues[7] = Int32GetDatum(b->accepted);
-	bvalues[8] = Int32GetDatum(b->duplicates);
-	bvalues[9] = Int32GetDatum(b->quarantined);
+	bvalues[7] = Int32GetDatum(b->counts[KL_FILE_ACCEPTED]);
+	bvalues[8] = Int32GetDatum(b->counts[KL_FILE_DUPLICATES]);
+	bvalues[9] = Int32GetDatum(b->counts[KL_FILE_QUARANTINE]);
 	bvalues[10] = DateADTGetDatum(b->min_date);
 	bvalues[11] = DateADTGetDatum(b->max_date);
 	if (!b->has_dates)
@@ -1095,6 +1042,334 @@ kl_catalog_record_replay(KlSource *src, int32 partition, int64 from, int64 to,
 	kl_catalog_end(cs);
 }
 
+/* ----------------------------------------------------------------
+ *		The batches of a source, as readers see them
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_bounds_init
+ *		No bounds: every batch of the source.
+ */
+void
+kl_bounds_init(KlBounds *bounds)
+{
+	memset(bounds, 0, sizeof(*bounds));
+	bounds->partition_lo = 0;
+	bounds->partition_hi = PG_INT32_MAX;
+	bounds->offset_lo = 0;
+	bounds->offset_hi = PG_INT64_MAX;
+	bounds->date_lo = DATEVAL_NOBEGIN;
+	bounds->date_hi = DATEVAL_NOEND;
+	for (int i = 0; i < KL_NFILES; i++)
+		bounds->files[i] = true;
+}
+
+/*
+ * kl_bounds_empty
+ *		Do the bounds exclude everything?
+ */
+bool
+kl_bounds_empty(const KlBounds *bounds)
+{
+	bool		any_file = false;
+
+	for (int i = 0; i < KL_NFILES; i++)
+		any_file |= bounds->files[i];
+	return bounds->contradiction || !any_file ||
+		bounds->partition_lo > bounds->partition_hi ||
+		bounds->offset_lo > bounds->offset_hi ||
+		bounds->date_lo > bounds->date_hi;
+}
+
+/*
+ * kl_int8_array3
+ *		The three elements of a bigint[3] datum (one per file).
+ */
+static void
+kl_int8_array3(Datum d, int64 *out)
+{
+	ArrayType  *a = DatumGetArrayTypeP(d);
+	int64	   *v = (int64 *) ARR_DATA_PTR(a);
+
+	if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != KL_NFILES || ARR_HASNULL(a))
+		elog(ERROR, "unexpected file checks in kafka_lake.batches");
+	for (int i = 0; i < KL_NFILES; i++)
+		out[i] = v[i];
+}
+
+/*
+ * kl_catalog_scan_batches
+ *		The batches of a source within bounds, ascending by partition and
+ *		offset, as seen by the current snapshot: the one reader of
+ *		kafka_lake.batches.  *total gets the number of batches of the source
+ *		(to report how many were pruned).  want adds what not every caller
+ *		needs: the coordinates' fingerprints (KL_BATCH_WANT_FINGERPRINTS),
+ *		the files' SHA-256 (KL_BATCH_WANT_SHA256).
+ */
+List *
+kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *total)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+	StringInfoData sql;
+	StringInfoData files;
+	Oid			types[8] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, DATEOID, DATEOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = "        ";
+	KlCatalogSave cs;
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = Int32GetDatum(bounds->partition_lo);
+	values[2] = Int32GetDatum(bounds->partition_hi);
+	values[3] = Int64GetDatum(bounds->offset_lo);
+	values[4] = Int64GetDatum(bounds->offset_hi);
+	values[5] = DateADTGetDatum(bounds->date_lo);
+	values[6] = DateADTGetDatum(bounds->date_hi);
+	if (bounds->batch_id)
+		values[7] = CStringGetTextDatum(bounds->batch_id);
+	else
+	{
+		values[7] = (Datum) 0;
+		nulls[7] = 'n';
+	}
+
+	/* with every file, every batch (verify() lists them all) */
+	initStringInfo(&files);
+	if (bounds->files[KL_FILE_ACCEPTED] && bounds->files[KL_FILE_DUPLICATES] &&
+		bounds->files[KL_FILE_QUARANTINE])
+		appendStringInfoString(&files, "true");
+	else
+		appendStringInfo(&files, "%s OR %s OR %s",
+						 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
+						 bounds->files[KL_FILE_DUPLICATES] ?
+						 "b.duplicate_count > 0 OR pg_catalog.strpos(c.statuses, 'D') > 0" : "false",
+						 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT b.batch_id, b.partition, b.first_offset, b.last_offset,"
+					 " b.file_bytes, b.file_lines, b.file_crc32c,"
+					 " b.accepted_count, b.duplicate_count, b.quarantine_count,"
+					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 THEN c.statuses END,"
+					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
+					 " %s,"
+					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
+					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
+					 " b.record_count, %s"
+					 " FROM kafka_lake.batches b"
+					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
+					 " WHERE b.source_id = $1"
+					 " AND b.partition BETWEEN $2 AND $3"
+					 " AND b.last_offset >= $4 AND b.first_offset <= $5"
+					 " AND ($6 = '-infinity'::date OR b.max_business_date >= $6)"
+					 " AND ($7 = 'infinity'::date OR b.min_business_date <= $7)"
+					 " AND ($8 IS NULL OR b.batch_id = $8)"
+					 " AND (%s)"
+					 " ORDER BY b.partition, b.first_offset",
+					 (want & KL_BATCH_WANT_FINGERPRINTS) ? "true" : "false",
+					 (want & KL_BATCH_WANT_FINGERPRINTS) ? "c.fingerprints" : "NULL::bytea",
+					 kl_catalog_has_manifest_checks() ?
+					 "b.manifest_bytes, b.manifest_crc32c" : "NULL::bigint, NULL::bigint",
+					 (want & KL_BATCH_WANT_SHA256) ? "b.file_sha256" : "NULL::text[]",
+					 files.data);
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(sql.data, 8, types, values, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	*total = 0;
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[row];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(caller);
+		KlBatch *b = palloc0(sizeof(KlBatch));
+		bool		isnull;
+		int64		v[KL_NFILES];
+		Datum		d;
+
+		strlcpy(b->batch_id, TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull)),
+				sizeof(b->batch_id));
+		b->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		b->first_offset = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		b->last_offset = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		kl_int8_array3(SPI_getbinval(tup, desc, 5, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].bytes = v[i];
+		kl_int8_array3(SPI_getbinval(tup, desc, 6, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].lines = v[i];
+		kl_int8_array3(SPI_getbinval(tup, desc, 7, &isnull), v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].crc32c = (uint32) v[i];
+		b->counts[0] = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+		b->counts[1] = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+		b->counts[2] = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
+
+		d = SPI_getbinval(tup, desc, 11, &isnull);
+		if (!isnull)
+			b->demoted_statuses = TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 12, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elems;
+			int			nelems;
+
+			deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, true, TYPALIGN_DOUBLE,
+							  &elems, NULL, &nelems);
+			b->offset_list = palloc(sizeof(int64) * nelems);
+			for (int i = 0; i < nelems; i++)
+				b->offset_list[i] = DatumGetInt64(elems[i]);
+		}
+		d = SPI_getbinval(tup, desc, 13, &isnull);
+		if (!isnull)
+		{
+			bytea	   *fp = DatumGetByteaPCopy(d);
+
+			b->fingerprints = (uint8 *) VARDATA(fp);
+			b->nfingerprints = VARSIZE(fp) / KL_SHA256_LEN;
+		}
+		*total = DatumGetInt64(SPI_getbinval(tup, desc, 14, &isnull));
+		d = SPI_getbinval(tup, desc, 15, &isnull);
+		if (!isnull)
+		{
+			b->has_dates = true;
+			b->min_date = DatumGetDateADT(d);
+			d = SPI_getbinval(tup, desc, 16, &isnull);
+			b->max_date = isnull ? b->min_date : DatumGetDateADT(d);
+		}
+		strlcpy(b->manifest_sha256, TextDatumGetCString(SPI_getbinval(tup, desc, 17, &isnull)),
+				sizeof(b->manifest_sha256));
+		d = SPI_getbinval(tup, desc, 18, &isnull);
+		b->manifest_bytes = isnull ? -1 : DatumGetInt64(d);
+		d = SPI_getbinval(tup, desc, 19, &isnull);
+		if (isnull)
+			b->manifest_bytes = -1;
+		else
+			b->manifest_crc32c = (uint32) DatumGetInt64(d);
+		b->record_count = DatumGetInt32(SPI_getbinval(tup, desc, 20, &isnull));
+		d = SPI_getbinval(tup, desc, 21, &isnull);
+		if (!isnull)
+		{
+			Datum	   *elems;
+			int			nelems;
+
+			deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elems, NULL, &nelems);
+			if (nelems != KL_NFILES)
+				elog(ERROR, "unexpected file checks in kafka_lake.batches for batch %s", b->batch_id);
+			for (int i = 0; i < KL_NFILES; i++)
+				text_to_cstring_buffer(DatumGetTextPP(elems[i]), b->files[i].sha256,
+									   sizeof(b->files[i].sha256));
+		}
+		result = lappend(result, b);
+		MemoryContextSwitchTo(old);
+	}
+	if (SPI_processed == 0)
+	{
+		/* still say how many there are */
+		Oid			t1[1] = {INT4OID};
+
+		if (SPI_execute_with_args("SELECT pg_catalog.count(*) FROM kafka_lake.batches WHERE source_id = $1",
+								  1, t1, values, NULL, true, 0) == SPI_OK_SELECT)
+		{
+			bool		isnull;
+
+			*total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+		}
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_catalog_partitions
+ *		The partitions of a source the catalog has batches of.
+ */
+List *
+kl_catalog_partitions(KlSource *src)
+{
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(src->source_id)};
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT DISTINCT partition FROM kafka_lake.batches WHERE source_id = $1",
+							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		bool		isnull;
+		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[row],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		result = lappend_int(result, p);
+		MemoryContextSwitchTo(old);
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_catalog_forget_batch
+ *		Forget a batch whose directory is gone (recover()): its row (and its
+ *		coordinates, by cascade) and the event_ids it accepted, which have no
+ *		foreign key to batches.
+ */
+void
+kl_catalog_forget_batch(KlSource *src, const KlBatch *b)
+{
+	KlCatalogSave cs;
+	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
+	Datum		values[5];
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(b->batch_id);
+	values[2] = Int32GetDatum(b->partition);
+	values[3] = Int64GetDatum(b->first_offset);
+	values[4] = Int64GetDatum(b->last_offset);
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
+							  " WHERE source_id = $1 AND partition = $3"
+							  "   AND \"offset\" BETWEEN $4 AND $5",
+							  5, types, values, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not forget batch %s", b->batch_id);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_record_manifest_checks
+ *		Record the size and CRC-32C of a batch's manifest for a batch landed
+ *		by 1.0 (verify(), once its SHA-256 proved it), so that scans check
+ *		it as cheaply as the others.
+ */
+void
+kl_catalog_record_manifest_checks(KlSource *src, const char *batch_id, int64 bytes, uint32 crc32c)
+{
+	KlCatalogSave cs;
+	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, INT8OID};
+	Datum		values[4];
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(batch_id);
+	values[2] = Int64GetDatum(bytes);
+	values[3] = Int64GetDatum((int64) crc32c);
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("UPDATE kafka_lake.batches SET manifest_bytes = $3,"
+							  " manifest_crc32c = $4"
+							  " WHERE source_id = $1 AND batch_id = $2"
+							  "   AND manifest_bytes IS NULL",
+							  4, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update kafka_lake.batches");
+	kl_catalog_end(cs);
+}
+
 /*
  * kl_catalog_batch_ids
  *		The batch ids the catalog knows for a partition, ascending.
@@ -1123,75 +1398,6 @@ kl_catalog_batch_ids(KlSource *src, int32 partition)
 	}
 	kl_catalog_end(cs);
 	return result;
-}
-
-/*
- * kl_try_lock_partition
- *		Own a partition of a source until the end of the transaction, if no
- *		other session does.
- */
-bool
-kl_try_lock_partition(KlSource *src, int32 partition)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
-						 KL_LOCK_SPACE_PARTITION);
-	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		return false;
-	if (IsolationUsesXactSnapshot())
-		kl_check_partition_snapshot(src, partition);
-	return true;
-}
-
-/*
- * kl_check_partition_snapshot
- *		Under REPEATABLE READ or SERIALIZABLE, refuse a partition that another
- *		session landed or committed after this transaction's snapshot was
- *		taken.  Such a transaction cannot see the other session's batches:
- *		it would take them for batches the catalog lacks and adopt them again
- *		(a unique violation on batches), or land from a stale position.
- *		Landing correctly needs the latest catalog, so the answer is a
- *		serialization failure: retry, or run in READ COMMITTED.  The test
- *		compares what the transaction's snapshot and the latest one see of
- *		the partition.
- */
-static void
-kl_check_partition_snapshot(KlSource *src, int32 partition)
-{
-	static const char *sql =
-		"SELECT (SELECT count(*) FROM kafka_lake.batches"
-		"        WHERE source_id = $1 AND topic = $2 AND partition = $3),"
-		"       (SELECT count(*) FROM kafka_lake.offset_commits"
-		"        WHERE source_id = $1 AND topic = $2 AND partition = $3)";
-	KlCatalogSave cs;
-	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
-	Datum		values[3] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
-	Int32GetDatum(partition)};
-	int64		mine[2];
-	int64		latest[2];
-	bool		isnull;
-
-	cs = kl_catalog_begin();
-	kl_spi_exec(sql, 3, types, values, NULL, SPI_OK_SELECT);
-	for (int i = 0; i < 2; i++)
-		mine[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-											  i + 1, &isnull));
-	kl_spi_exec_latest(sql, 3, types, values, SPI_OK_SELECT);
-	for (int i = 0; i < 2; i++)
-		latest[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												i + 1, &isnull));
-	kl_catalog_end(cs);
-
-	if (mine[0] != latest[0] || mine[1] != latest[1])
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access to partition %d of source \"%s\" due to a concurrent landing",
-						partition, src->source),
-				 errdetail("Another session landed or committed this partition after this transaction's snapshot was taken; "
-						   "under %s this transaction cannot see it. Nothing was changed for this partition.",
-						   XactIsoLevel == XACT_SERIALIZABLE ? "SERIALIZABLE" : "REPEATABLE READ"),
-				 errhint("Call land(), replay(), recover() and bridge() in READ COMMITTED (the default), or retry the transaction.")));
 }
 
 /*
@@ -1254,381 +1460,3 @@ kl_catalog_group_users(KlSource *src)
 	return result;
 }
 
-/*
- * kl_unlock_partition
- *		Give up one hold of a partition taken by kl_try_lock_partition, before
- *		the end of the transaction (the bridge, once it has recovered a
- *		partition without changing the catalog, so that land() need not wait
- *		for the whole bridge).
- */
-void
-kl_unlock_partition(KlSource *src, int32 partition)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
-						 KL_LOCK_SPACE_PARTITION);
-	LockRelease(&tag, ExclusiveLock, false);
-}
-
-/*
- * kl_source_marker_line
- *		What the marker file of this database's source of that name says.
- */
-static char *
-kl_source_marker_line(const char *source)
-{
-	return psprintf(KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
-}
-
-/*
- * kl_source_dir_is_ours
- *		Does a directory carry the marker of this database's source of the
- *		directory's own name?  Only such a directory is ever removed
- *		(drop_source) or cleaned (recover).  Plain system calls and a buffer
- *		on the stack, and never an ERROR: it also runs while a transaction
- *		commits.
- */
-bool
-kl_source_dir_is_ours(const char *dir)
-{
-	const char *source = last_dir_separator(dir);
-	char		path[MAXPGPATH];
-	char		expected[NAMEDATALEN + 64];
-	char		found[NAMEDATALEN + 64];
-	struct stat st;
-	int			fd;
-	ssize_t		n;
-
-	source = source ? source + 1 : dir;
-	if (strlen(source) >= NAMEDATALEN)
-		return false;
-	snprintf(path, sizeof(path), "%s/" KL_SOURCE_MARKER, dir);
-	snprintf(expected, sizeof(expected), KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
-	/* a regular file only: a FIFO put there must not block the backend */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY, 0);
-	if (fd < 0)
-		return false;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-	{
-		close(fd);
-		return false;
-	}
-	n = read(fd, found, sizeof(found) - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	found[n] = '\0';
-	return strcmp(found, expected) == 0;
-}
-
-/*
- * kl_dir_is_empty
- *		Does a directory hold nothing?
- */
-static bool
-kl_dir_is_empty(const char *dir)
-{
-	DIR		   *d = AllocateDir(dir);
-	struct dirent *de;
-	bool		empty = true;
-
-	while ((de = ReadDir(d, dir)) != NULL)
-	{
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-		{
-			empty = false;
-			break;
-		}
-	}
-	FreeDir(d);
-	return empty;
-}
-
-/*
- * kl_claim_source_dir
- *		Make the source's directory and mark it as this database's.  The
- *		landing directory belongs to the cluster while sources belong to a
- *		database: a directory left by a source of the same name in another
- *		database must not be adopted here.  One left by this database (a
- *		source dropped with drop_landing => false) is adopted on purpose.  An
- *		existing directory without a marker is claimed only when it is empty:
- *		a source never takes over a directory that holds anything else (it
- *		would remove it with drop_landing => true).
- */
-static void
-kl_claim_source_dir(const char *dir, const char *source)
-{
-	char	   *marker = psprintf("%s/" KL_SOURCE_MARKER, dir);
-	char	   *expected = kl_source_marker_line(source);
-	size_t		len;
-	char	   *found;
-	const char *not_regular;
-
-	kl_make_dirs(dir);
-	found = kl_read_whole_file(marker, &len, &not_regular);
-	if (found == NULL && not_regular != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("source marker \"%s\" is not a regular file", marker),
-				 errdetail("It is %s; kafka_lake writes this file itself.", not_regular),
-				 errhint("Remove \"%s\"; create_source() then writes it again.", marker)));
-	if (found != NULL)
-	{
-		if (strcmp(found, expected) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("landing directory \"%s\" belongs to another database", dir),
-					 errdetail("Its marker says: %s", pnstrdup(found, strcspn(found, "\n"))),
-					 errhint("Choose another source name, or give each database its own kafka_lake.landing_dir (ALTER DATABASE ... SET kafka_lake.landing_dir = ...).")));
-		return;
-	}
-	if (!kl_dir_is_empty(dir))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("landing directory \"%s\" exists and is not a kafka_lake source directory", dir),
-				 errdetail("It is not empty and has no marker file %s.", KL_SOURCE_MARKER),
-				 errhint("Choose another source name or another kafka_lake.landing_dir. If the directory holds batches that this database landed for source \"%s\", restore its marker: a file %s holding the line \"%s\".",
-						 source, KL_SOURCE_MARKER, pnstrdup(expected, strlen(expected) - 1))));
-	{
-		int			fd = OpenTransientFile(marker, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
-
-		if (fd < 0 || write(fd, expected, strlen(expected)) != (ssize_t) strlen(expected) ||
-			pg_fsync(fd) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write \"%s\": %m", marker)));
-		CloseTransientFile(fd);
-		fsync_fname(dir, true);
-	}
-}
-
-/*
- * kl_lock_group_id
- *		Serialise the creation of sources that name the same consumer group
- *		(a transaction-level advisory lock in kafka_lake's own lock space,
- *		keyed by a hash of the group id), so that two concurrent
- *		create_source calls cannot both take one group.
- */
-static void
-kl_lock_group_id(const char *group_id)
-{
-	LOCKTAG		tag;
-	uint64		h = hash_bytes_extended((const unsigned char *) group_id,
-										strlen(group_id), 0);
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
-						 KL_LOCK_SPACE_GROUP);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
-/*
- * kafka_lake_create_source
- *		create_source(source, server, topic, group_id, contract): record a
- *		source and create its foreign table kafka_lake.<source>_records.
- *
- *		The default group id names the database and the source
- *		(kafka_lake.<database>.<source>), so that sources of two databases
- *		never share a group by accident; it is stored, so a later rename of
- *		the database changes nothing.  A group another source of this
- *		database uses is refused: sources that share a group overwrite each
- *		other's offsets and skip records.
- */
-Datum
-kafka_lake_create_source(PG_FUNCTION_ARGS)
-{
-	KlCatalogSave cs;
-	char	   *source;
-	char	   *server;
-	char	   *topic;
-	char	   *group_id;
-	char	   *contract;
-	char	   *default_group;
-	ForeignServer *fs;
-	StringInfoData sql;
-	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[6];
-	char	   *root;
-
-	kl_check_not_null(fcinfo, 0, "source", "Name the new source, for example machine_events.");
-	kl_check_not_null(fcinfo, 1, "server", "Name a foreign server of the kafka_lake wrapper.");
-	kl_check_not_null(fcinfo, 2, "topic", "Name the Kafka topic the source lands.");
-	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	server = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	topic = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	kl_check_source_name(source);
-	default_group = psprintf("kafka_lake.%s.%s", get_database_name(MyDatabaseId), source);
-	group_id = PG_ARGISNULL(3) ? default_group : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
-
-	kl_check_topic_name(topic);
-	fs = kl_get_server(server);
-	kl_check_server_usage(fs);
-	if (group_id[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("group_id must not be empty"),
-				 errhint("Leave it out to use %s.", default_group)));
-	kl_check_group_id(group_id);
-	if (strcmp(contract, "machine_event_v1") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown contract \"%s\"", contract),
-				 errhint("The built-in contract is machine_event_v1.")));
-
-	values[0] = CStringGetTextDatum(source);
-	values[1] = CStringGetTextDatum(fs->servername);
-	values[2] = CStringGetTextDatum(topic);
-	values[3] = CStringGetTextDatum(group_id);
-	values[4] = CStringGetTextDatum(contract);
-	root = kl_landing_root();
-	values[5] = CStringGetTextDatum(root);
-
-	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source = $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("source \"%s\" already exists", source),
-				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
-
-	/* one group, one source: checked under a lock, against what is committed now */
-	kl_lock_group_id(group_id);
-	kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $1 ORDER BY source LIMIT 1",
-					   1, types + 3, values + 3, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("consumer group \"%s\" is already used by source \"%s\"",
-						group_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-				 errdetail("Sources that share a consumer group overwrite each other's committed offsets and skip records."),
-				 errhint("Give group_id another value, or leave it out for the default %s.",
-						 default_group)));
-
-	/* a concurrent create_source of the same name: 42710, not a unique violation */
-	kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
-				" landing_dir) VALUES ($1, $2, $3, $4, $5, $6)"
-				" ON CONFLICT (source) DO NOTHING",
-				6, types, values, NULL, SPI_OK_INSERT);
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("source \"%s\" already exists", source),
-				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
-	/*
-	 * A directory this transaction is to remove at commit (the same name
-	 * dropped with drop_landing => true) is moved out of the way first, so
-	 * that the removal takes only what the dropped source owned.
-	 */
-	kl_settle_displaced(root, source);
-	(void) kl_undo_displace(psprintf("%s/%s", root, source), root, source);
-	kl_claim_source_dir(psprintf("%s/%s", root, source), source);
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "CREATE FOREIGN TABLE kafka_lake.%s ("
-					 " topic text, partition integer, \"offset\" bigint, key text,"
-					 " timestamp_ms bigint, fingerprint text, status text, event_id text,"
-					 " business_date date, event jsonb, raw_value text,"
-					 " validation_error text, batch_id text)"
-					 " SERVER %s OPTIONS (source %s)",
-					 quote_identifier(psprintf("%s_records", source)),
-					 quote_identifier(fs->servername),
-					 quote_literal_cstr(source));
-	kl_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	resetStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "COMMENT ON FOREIGN TABLE kafka_lake.%s IS %s",
-					 quote_identifier(psprintf("%s_records", source)),
-					 quote_literal_cstr(psprintf("Records landed by kafka_lake source %s (topic %s)",
-												 source, topic)));
-	kl_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	kl_catalog_end(cs);
-
-	PG_RETURN_VOID();
-}
-
-/*
- * kafka_lake_drop_source
- *		drop_source(source, drop_landing): forget a source and its foreign
- *		table; with drop_landing, also remove its landed files.
- */
-Datum
-kafka_lake_drop_source(PG_FUNCTION_ARGS)
-{
-	KlCatalogSave cs;
-	KlSource   *src;
-	bool		drop_landing = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
-	Oid			types[1] = {INT4OID};
-	Datum		values[1];
-
-	kl_check_not_null(fcinfo, 0, "source", NULL);
-	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	values[0] = Int32GetDatum(src->source_id);
-
-	/* only a directory that is this database's source's is ever removed */
-	if (drop_landing)
-	{
-		struct stat st;
-
-		if (stat(src->dir, &st) == 0 && !kl_source_dir_is_ours(src->dir))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("landing directory \"%s\" is not removed: it does not carry this database's marker of source \"%s\"",
-							src->dir, src->source),
-					 errdetail("kafka_lake removes only directories whose %s file names this database and the source.",
-							   KL_SOURCE_MARKER),
-					 errhint("Drop the source with drop_landing => false and remove the directory by hand if it is no longer needed.")));
-	}
-
-	/*
-	 * First wait for every transaction that lands, replays, recovers or
-	 * bridges this source (they hold FOR KEY SHARE on its row: see
-	 * kl_source_lock), and keep new ones out.  Only then delete, with the
-	 * newest snapshot, so that what such a transaction committed while we
-	 * waited goes too: accepted_events has no foreign key that would
-	 * cascade.
-	 */
-	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 FOR UPDATE",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-	{
-		kl_catalog_end(cs);
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("source \"%s\" does not exist", src->source),
-				 errdetail("Another session dropped it while this call waited for it.")));
-	}
-	/* what an interrupted drop left of the directory comes back first */
-	{
-		char	   *root = pstrdup(src->dir);
-
-		get_parent_directory(root);
-		kl_settle_displaced(root, src->source);
-	}
-	kl_spi_exec(psprintf("DROP FOREIGN TABLE IF EXISTS kafka_lake.%s",
-						 quote_identifier(psprintf("%s_records", src->source))),
-				0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	kl_spi_exec_latest("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1",
-					   1, types, values, SPI_OK_DELETE);
-	kl_spi_exec_latest("DELETE FROM kafka_lake.coordinates WHERE source_id = $1",
-					   1, types, values, SPI_OK_DELETE);
-	kl_spi_exec("DELETE FROM kafka_lake.sources WHERE source_id = $1",
-				1, types, values, NULL, SPI_OK_DELETE);
-	kl_catalog_end(cs);
-
-	/*
-	 * Files go last, once the catalog is gone: if the transaction aborts
-	 * after this point the catalog comes back and recover() would find the
-	 * files missing, so removal is deferred to commit (fileundo.c; a
-	 * create_source of the same name later in this transaction moves the
-	 * doomed directory out of its way).
-	 */
-	if (drop_landing)
-		kl_undo_remove_tree_at_commit(src->dir, src->source_id,
-									  "drop_source(drop_landing => true)");
-
-	PG_RETURN_VOID();
-}

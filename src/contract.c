@@ -6,7 +6,7 @@
  *	  timestamp parser that the contract, the bridge and the foreign table
  *	  share.
  *
- * The contract (SPEC section 7): a JSON object with exactly these fields,
+ * The contract: a JSON object with exactly these fields,
  *
  *	event_id		non-empty string
  *	schema_version	the integer 1
@@ -104,7 +104,8 @@
 #include "utils/date.h"
 #include "utils/datetime.h"
 
-#include "kafka_lake.h"
+#include "contract.h"
+#include "json.h"
 
 /* field numbers, in the order the checks report missing fields */
 enum

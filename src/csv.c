@@ -5,7 +5,7 @@
  *	  back.
  *
  * The bridge turns the accepted events of one business date into CSV bytes
- * whose SHA-256 is the date's source_hash (SPEC section 8).  Equal input
+ * whose SHA-256 is the date's source_hash.  Equal input
  * must give equal bytes, here and in the seed's reference implementation
  * (Python's csv module with lineterminator "\n" and QUOTE_MINIMAL), so the
  * rules are few and exact:
@@ -21,7 +21,7 @@
  *	- the bytes are UTF-8, as decoded from the landed JSON; no BOM.
  *
  * The columns and their order are part of the contract (KlCsvColumn in
- * kafka_lake.h follows SPEC section 8 one for one).
+ * csv.h lists them in the order the README's canonical CSV section gives).
  *
  * Reading: the bridge loads silver from the CSV it just hashed, the way the
  * seed's pipeline loads its input file, so the transform sees exactly the
@@ -45,7 +45,8 @@
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
-#include "kafka_lake.h"
+#include "csv.h"
+#include "landing_files.h"
 
 #define KL_CSV_READ_CHUNK	(4 * 1024 * 1024)
 
@@ -197,7 +198,7 @@ kl_csv_open(KlCsvReader *r, const char *path)
 
 	memset(r, 0, sizeof(*r));
 	r->path = pstrdup(path);
-	/* a file of the landing: only a regular file, never blocking (recover.c) */
+	/* a file of the landing: a regular file, never blocking (landing_files.c) */
 	r->fd = kl_open_landed(path, &not_regular);
 	if (r->fd < 0 && not_regular != NULL)
 		ereport(ERROR,

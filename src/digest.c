@@ -31,7 +31,7 @@
 #include "utils/memutils.h"
 #include "utils/uuid.h"
 
-#include "kafka_lake.h"
+#include "digest.h"
 
 static EVP_MD *kl_sha256_md = NULL;
 static EVP_MD_CTX *kl_scratch_ctx = NULL;
@@ -254,17 +254,11 @@ kl_unhex(const char *in, int n, uint8 *out)
 
 		for (int j = 0; j < 2; j++)
 		{
-			char		c = in[2 * i + j];
+			int			d = kl_hex_digit(in[2 * i + j]);
 
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else if (c >= 'A' && c <= 'F')
-				v |= c - 'A' + 10;
-			else
+			if (d < 0)
 				return false;
+			v = (v << 4) | d;
 		}
 		out[i] = v;
 	}

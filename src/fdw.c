@@ -5,11 +5,11 @@
  *	  the scan, EXPLAIN and ANALYZE.
  *
  * A kafka_lake foreign table names a source (and optionally one status);
- * its columns are either the envelope columns of SPEC section 5 (topic,
- * partition, "offset", key, timestamp_ms, fingerprint, status, event_id,
- * business_date, event, raw_value, validation_error, batch_id) or, under
- * any other name, a field of the event, read with the column's type.  The
- * column option "field" makes any column an event field of that name.  A
+ * its columns are either the envelope columns of kafka_lake.<source>_records
+ * (topic, partition, "offset", key, timestamp_ms, fingerprint, status,
+ * event_id, business_date, event, raw_value, validation_error, batch_id) or,
+ * under any other name, a field of the event, read with the column's type.
+ * The column option "field" makes any column an event field of that name.  A
  * table reads only a source of its own server: USAGE on a server is what
  * lets a role declare foreign tables there, so it must not open another
  * server's landing.
@@ -25,13 +25,13 @@
  * runs as (the owner of a view the table is read through, else the current
  * user; the table's owner for ANALYZE).  It is checked when the scan starts
  * (EXPLAIN included) and, for the declaring role, by the validator when the
- * table is created or its source changed (kl_check_source_read).  A view
- * owned by a role that may read the source is how a narrower window is
- * granted.
+ * table is created or its source changed (kl_check_source_read,
+ * options.c).  A view owned by a role that may read the source is how a
+ * narrower window is granted.
  *
  * Planning.  Restriction clauses of the form <column> <op> <value> and
  * <column> = ANY (<array>) (hence IN lists) on partition, "offset",
- * business_date, status, batch_id and topic become bounds (reader.c,
+ * business_date, status, batch_id and topic become bounds (catalog.c,
  * KlBounds) plus value sets (KlPrune, below) that prune whole batches (in
  * the catalog query and right after it) and whole files (by status) before
  * anything is opened.  <value> is anything the executor can compute once
@@ -54,18 +54,19 @@
  * Execution.  The batch list is read at the start of the scan with the
  * statement's snapshot (a cursor keeps the list it started with), each
  * needed file is read whole into one buffer reused for every file, and
- * checked (size, lines, CRC-32C) before its first row; each line is parsed
- * only as far as the columns asked for need (reader.c).  Values are built
- * straight from the JSON spans, with fast paths for integers, booleans,
- * text, dates and ISO-8601 timestamps with a zone; other types go through
- * the column type's input function, and an error there names column,
- * batch, file and line (error context) and says what to do (hint).
- * Constant columns (topic, status, batch_id) are built once per scan.  A
- * coordinate that recover() demoted (an accepted line whose event_id was
- * accepted first elsewhere; 'D' in the catalog) reads as a duplicate, as
- * recover() reports: the accepted file of its batch is read for
- * duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs for every line, so cancel and statement_timeout
- * stop a scan promptly.
+ * checked (size, lines, CRC-32C) before its first row (batch_read.c); each
+ * line is parsed only as far as the columns asked for need, by the fast
+ * path of the batch format (batch_format.c, which EXPLAIN (ANALYZE,
+ * VERBOSE) shows at work).  Values are built straight from the JSON spans,
+ * with fast paths for integers, booleans, text, dates and ISO-8601
+ * timestamps with a zone; other types go through the column type's input
+ * function, and an error there names column, batch, file and line (error
+ * context) and says what to do (hint).  Constant columns (topic, status,
+ * batch_id) are built once per scan.  A coordinate that recover() demoted
+ * (an accepted line whose event_id was accepted first elsewhere; 'D' in the
+ * catalog) reads as a duplicate, as recover() reports: the accepted file of
+ * its batch is read for duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs
+ * for every line, so cancel and statement_timeout stop a scan promptly.
  *
  * IDENTIFICATION
  *	  src/fdw.c
@@ -110,7 +111,14 @@
 #include "utils/sampling.h"
 #include "utils/timestamp.h"
 
-#include "kafka_lake.h"
+#include "batch_format.h"
+#include "batch_read.h"
+#include "catalog.h"
+#include "compat.h"
+#include "contract.h"
+#include "digest.h"
+#include "json.h"
+#include "options.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_fdw_handler);
 
@@ -142,6 +150,13 @@ static const char *const kl_column_names[] = {
 	"topic", "partition", "offset", "key", "timestamp_ms", "fingerprint",
 	"status", "event_id", "business_date", "event", "raw_value",
 	"validation_error", "batch_id", NULL
+};
+
+/* ... and their types in kafka_lake.<source>_records */
+static const char *const kl_column_types[] = {
+	"text", "integer", "bigint", "text", "bigint", "text",
+	"text", "text", "date", "jsonb", "text",
+	"text", "text", NULL
 };
 
 /* One clause that can prune: <column> <strategy> <value>, or = ANY (<array>) */
@@ -218,10 +233,10 @@ typedef struct KlScanState
 {
 	KlSource   *src;
 	KlPrune		prune;			/* bounds and value sets */
-	List	   *batches;		/* KlBatchRef, after pruning */
+	List	   *batches;		/* KlBatch, after pruning */
 	int64		total_batches;	/* batches of the source */
 	ListCell   *next_batch;
-	KlBatchRef *batch;			/* current batch */
+	KlBatch *batch;			/* current batch */
 	int			file;			/* current file, or -1 before the first */
 	bool		manifest_checked;	/* the current batch's manifest is */
 	bool		file_open;
@@ -362,41 +377,6 @@ kl_table_source(Oid relid, char **source, char **status)
 						get_rel_name(relid), server->servername, src->source, src->server),
 				 errhint("Declare the foreign table on server \"%s\".", src->server)));
 	return src;
-}
-
-/*
- * kl_check_source_read
- *		May userid read source through the foreign table relid (InvalidOid:
- *		one being declared)?  Through the source's own table, PostgreSQL's
- *		own check on that table decides; through any other, userid needs
- *		SELECT on the source's own table (see the file header).  A source
- *		whose table is missing is then readable by superusers only; a table
- *		declared before its source exists is checked when it is read.
- */
-void
-kl_check_source_read(const char *source, Oid relid, Oid userid)
-{
-	char	   *relname = psprintf("%s_records", source);
-	Oid			nsp = get_namespace_oid("kafka_lake", true);
-	Oid			source_rel = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
-
-	if (OidIsValid(source_rel) && source_rel == relid)
-		return;
-	if (!OidIsValid(source_rel) && (!OidIsValid(relid) || superuser_arg(userid)))
-		return;
-	if (OidIsValid(source_rel) &&
-		(pg_class_aclcheck(source_rel, userid, ACL_SELECT) == ACLCHECK_OK ||
-		 pg_attribute_aclcheck_all(source_rel, userid, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to read source \"%s\"", source),
-			 errdetail("Reading a source through a foreign table other than kafka_lake.%s needs SELECT on kafka_lake.%s (on the whole table), which role \"%s\" does not have.",
-					   quote_identifier(relname), quote_identifier(relname),
-					   GetUserNameFromId(userid, false)),
-			 errhint("GRANT SELECT ON kafka_lake.%s TO %s, or read the source through a view owned by a role that may read it.",
-					 quote_identifier(relname),
-					 quote_identifier(GetUserNameFromId(userid, false)))));
 }
 
 /*
@@ -1012,7 +992,7 @@ kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid 
  *		After the catalog query: do the value sets keep this batch?
  */
 static bool
-kl_prune_keeps_batch(const KlPrune *pr, const KlBatchRef *b)
+kl_prune_keeps_batch(const KlPrune *pr, const KlBatch *b)
 {
 	if (!kl_set_meets(&pr->partitions, b->partition, b->partition))
 		return false;
@@ -1085,14 +1065,16 @@ kl_prune_batches(KlSource *src, KlPrune *pr, bool want_fingerprints, int64 *tota
 		kl_bounds_init(&bounds);
 		bounds.partition_lo = 1;
 		bounds.partition_hi = 0;
-		(void) kl_catalog_scan_batches(src, &bounds, false, total);
+		(void) kl_catalog_scan_batches(src, &bounds, 0, total);
 		pr->bounds.contradiction = true;
 		return NIL;
 	}
-	batches = kl_catalog_scan_batches(src, &bounds, want_fingerprints, total);
+	batches = kl_catalog_scan_batches(src, &bounds,
+									  want_fingerprints ? KL_BATCH_WANT_FINGERPRINTS : 0,
+									  total);
 	foreach(cell, batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 
 		if (kl_prune_keeps_batch(pr, b))
 			kept = lappend(kept, b);
@@ -1107,7 +1089,7 @@ kl_prune_batches(KlSource *src, KlPrune *pr, bool want_fingerprints, int64 *tota
  *		dates.
  */
 static double
-kl_prune_fraction(const KlPrune *pr, const KlBatchRef *b)
+kl_prune_fraction(const KlPrune *pr, const KlBatch *b)
 {
 	double		fraction = 1.0;
 	double		span = (double) (b->last_offset - b->first_offset) + 1;
@@ -1239,7 +1221,7 @@ kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
 	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 		double		fraction = kl_prune_fraction(&prune, b);
 
 		for (int i = 0; i < KL_NFILES; i++)
@@ -1468,7 +1450,7 @@ kl_scan_begin(KlScanState *st, Relation rel, const char *source, List *needed, b
  *		also read for its demoted lines, which are duplicates to readers.
  */
 static bool
-kl_scan_reads_file(const KlScanState *st, const KlBatchRef *b, int file)
+kl_scan_reads_file(const KlScanState *st, const KlBatch *b, int file)
 {
 	const bool *files = st->prune.bounds.files;
 
@@ -1496,7 +1478,7 @@ kl_scan_read_batches(KlScanState *st)
 	st->batch_id_datums = palloc0(sizeof(Datum) * Max(list_length(st->batches), 1));
 	foreach(cell, st->batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 
 		for (int i = 0; i < KL_NFILES; i++)
 		{
@@ -1694,8 +1676,8 @@ kl_input_function_call(KlScanState *st, KlAttr *a, char *text)
 			edata->hint = psprintf("Column \"%s\" reads event field \"%s\" as type %s; declare it with a type that can hold the field's values (text reads any), or name another field with the column option \"field\".",
 								   a->name, a->field_name, format_type_be(a->typid));
 		else
-			edata->hint = psprintf("Column \"%s\" of a kafka_lake foreign table is best declared with the type of SPEC section 5, not %s.",
-								   a->name, format_type_be(a->typid));
+			edata->hint = psprintf("Column \"%s\" of a kafka_lake foreign table is best declared as %s, its type in kafka_lake.<source>_records, not %s.",
+								   a->name, kl_column_types[a->kind], format_type_be(a->typid));
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
@@ -2011,7 +1993,8 @@ kafkaLakeEndForeignScan(ForeignScanState *node)
  * kafkaLakeExplainForeignScan
  *		Source, statuses, batches and files read and pruned, bytes; with
  *		VERBOSE the event fields parsed; with ANALYZE files checked and
- *		lines read.
+ *		lines read, and with both the lines read by the strict parser
+ *		rather than the fast path (none, for a landing land() wrote).
  */
 static void
 kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
@@ -2060,6 +2043,9 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	{
 		ExplainPropertyInteger("Files Checked", NULL, st->files_checked, es);
 		ExplainPropertyInteger("Lines Read", NULL, st->lines_read, es);
+		/* lines the layout's fast path did not take (batch_format.c) */
+		if (es->verbose)
+			ExplainPropertyInteger("Lines Parsed Strictly", NULL, st->line.parsed_strictly, es);
 	}
 }
 
@@ -2179,7 +2165,7 @@ kafkaLakeAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 	batches = kl_prune_batches(src, &prune, false, &total);
 	foreach(cell, batches)
 	{
-		KlBatchRef *b = lfirst(cell);
+		KlBatch *b = lfirst(cell);
 
 		for (int i = 0; i < KL_NFILES; i++)
 			bytes += prune.bounds.files[i] ? b->files[i].bytes : 0;

@@ -21,7 +21,11 @@
  * were made and abort runs the at-abort ones, newest first.  The callbacks
  * never raise an ERROR (after a commit it would be a PANIC): a file that
  * cannot be removed is a WARNING.  Every tree is removed by
- * kl_remove_tree (landing.c), the one place that deletes a landed tree.
+ * kl_remove_tree (landing_files.c), the one place that deletes a landed tree.
+ * Nothing else in kafka_lake acts on files when a transaction ends: what
+ * land() writes is never undone (recovery adopts it, or removes what never
+ * became a batch), and what the bridge removes at once (a stale temporary
+ * file, its own copy of a CSV already at its address) needs no undo.
  *
  * DISPLACEMENT: A DIRECTORY RE-USED IN THE TRANSACTION THAT DROPS IT
  *
@@ -79,21 +83,18 @@
 #include <unistd.h>
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
-#include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "kafka_lake.h"
+#include "catalog.h"
+#include "digest.h"
+#include "fileundo.h"
+#include "landing_files.h"
+#include "locks.h"
 
 #define KL_DROPPED_DIR			".kafka_lake_dropped"
-#define KL_MARKER_NAME			".kafka_lake_source"
-#define KL_LOCK_SPACE_SOURCE_DIR	0x4B4E	/* "KN"; partitions use 0x4B4C */
 
 typedef enum KlUndoAction
 {
@@ -254,7 +255,7 @@ kl_merge_tree(const char *from, const char *into, bool skip_marker)
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (skip_marker && strcmp(de->d_name, KL_MARKER_NAME) == 0)
+		if (skip_marker && strcmp(de->d_name, KL_SOURCE_MARKER) == 0)
 			continue;
 		src = psprintf("%s/%s", from, de->d_name);
 		dst = psprintf("%s/%s", into, de->d_name);
@@ -615,28 +616,6 @@ kl_undo_displace(const char *dir, const char *root, const char *source)
 }
 
 /*
- * kl_source_exists
- *		Does the catalog (as committed now) hold source source_id of that
- *		name?
- */
-static bool
-kl_source_exists(int32 source_id, const char *source)
-{
-	KlCatalogSave cs;
-	Oid			types[2] = {INT4OID, TEXTOID};
-	Datum		values[2] = {Int32GetDatum(source_id), CStringGetTextDatum(source)};
-	bool		exists;
-
-	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 AND source = $2",
-							  2, types, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read kafka_lake.sources");
-	exists = SPI_processed > 0;
-	kl_catalog_end(cs);
-	return exists;
-}
-
-/*
  * kl_displaced_by_us
  *		Is container one this transaction displaced (still pending)?
  */
@@ -714,18 +693,13 @@ kl_settle_displaced(const char *root, const char *source)
 
 		if (!locked)
 		{
-			LOCKTAG		tag;
-
 			/* one settler per source name at a time */
-			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hash_bytes((const unsigned char *) source,
-															   strlen(source)),
-								 0, KL_LOCK_SPACE_SOURCE_DIR);
-			(void) LockAcquire(&tag, ExclusiveLock, false, false);
+			kl_lock_source_dir(source);
 			locked = true;
 		}
 		if (lstat(tree, &st) != 0)
 			continue;			/* another session settled it meanwhile */
-		if (source_id > 0 && kl_source_exists(source_id, source))
+		if (source_id > 0 && kl_catalog_source_exists(source_id, source))
 		{
 			ereport(LOG,
 					(errmsg("kafka_lake: putting back the landing directory of source \"%s\" that an interrupted transaction had moved to \"%s\"",

@@ -63,7 +63,12 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "catalog.h"
+#include "compat.h"
+#include "kafka.h"
 #include "kafka_lake.h"
+#include "names.h"
+#include "options.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_lag);
 PG_FUNCTION_INFO_V1(kafka_lake_produce);
@@ -227,7 +232,7 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 		/*
 		 * The prefetch queue.  librdkafka 2.0.2 stops fetching once the queue
 		 * holds queued.min.messages records or queued.max.messages.kbytes,
-		 * and resumes only on a 1 s timer (see NOTES): a queue the size of a
+		 * and resumes only on a 1 s timer: a queue the size of a
 		 * batch stalls a second per batch.  So the count limit is set out of
 		 * reach and the byte limit, twice kafka_lake.batch_max_bytes, is what
 		 * bounds memory: about three times batch_max_bytes in all, with the

@@ -27,7 +27,7 @@
  * relative paths, "..", and the symbolic links of the part of the path that
  * exists.  (Sources also never claim a directory that holds anything but
  * their own files, and only a directory carrying a source's marker is ever
- * removed: catalog.c, landing.c.)
+ * removed: landing_files.c.)
  *
  * Secrets in the server log.  PostgreSQL writes statements to the log as
  * they were typed (log_statement, log_min_duration_statement, the STATEMENT
@@ -61,7 +61,9 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "kafka_lake.h"
+#include "options.h"
 
 PG_MODULE_MAGIC;
 
@@ -464,4 +466,21 @@ kl_fault_point(const char *point)
 			 errmsg("kafka_lake fault injection: %s", point),
 			 errdetail("The setting kafka_lake.fault_injection asked for an error at this point."),
 			 errhint("Reset kafka_lake.fault_injection; the next call recovers.")));
+}
+
+/*
+ * kl_check_not_null
+ *		A NULL where a function needs a value is an ERROR (22004), never an
+ *		empty result: an empty verify() would read as "no problem found".
+ */
+void
+kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname, const char *hint)
+{
+	if (!PG_ARGISNULL(argno))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("%s must not be null", argname),
+			 hint ? errhint("%s", hint) :
+			 errhint("Name a source; kafka_lake.sources lists them.")));
 }

@@ -28,9 +28,10 @@
  *	   against the window and the catalog (accepted_events), which also
  *	   reserves them (I3);
  *	3. and 4. write the batch into a staging directory, fsync, rename, fsync
- *	   the parent (landing.c).  New coordinates separated by reused ones go
- *	   to separate batches, so a batch's offset range never overlaps another
- *	   batch's (the exclusion constraint on coordinates enforces it);
+ *	   the parent (landing_files.c; what is written, batch_format.c).  New
+ *	   coordinates separated by reused ones go to separate batches, so a
+ *	   batch's offset range never overlaps another batch's (the exclusion
+ *	   constraint on coordinates enforces it);
  *	5. record the batch and its coordinates in the catalog;
  *	6. commit "last polled offset + 1" to the consumer group and wait for
  *	   the answer (bounded by the call's timeout, kafka.c), and remember the
@@ -69,7 +70,7 @@
  * watermarks when the partition seems to end below what was landed, before
  * that is taken for a re-created topic.  Under REPEATABLE READ the catalog
  * cannot see the other call's work at all: a partition changed after the
- * snapshot is a serialization failure (catalog.c).
+ * snapshot is a serialization failure (locks.c).
  *
  * THE CONSUMER GROUP
  *
@@ -113,7 +114,17 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "batch_format.h"
+#include "catalog.h"
+#include "compat.h"
+#include "contract.h"
+#include "digest.h"
+#include "kafka.h"
 #include "kafka_lake.h"
+#include "landing_files.h"
+#include "locks.h"
+#include "recover.h"
+#include "source.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_land);
 PG_FUNCTION_INFO_V1(kafka_lake_replay);
@@ -211,7 +222,7 @@ kl_kafka_deadline(KlLandCall *call)
  *		Remember a batch this call made durable, until it is committed.
  */
 static void
-kl_note_landed(KlLandCall *call, const KlLandedBatch *b)
+kl_note_landed(KlLandCall *call, const KlBatch *b)
 {
 	int32		p = call->partition;
 
@@ -615,7 +626,7 @@ kl_process_window(KlLandCall *call)
 	for (int i = 0; i < n;)
 	{
 		int			j = i;
-		KlLandedBatch *b;
+		KlBatch *b;
 		KlLandRow  *row;
 
 		if (recs[i].status == KL_STATUS_REUSED)
@@ -627,8 +638,8 @@ kl_process_window(KlLandCall *call)
 			j++;
 
 		kl_classify_run(call, recs + i, j - i);
-		b = palloc(sizeof(KlLandedBatch));
-		kl_land_batch(src, p, recs + i, j - i, b);
+		b = palloc(sizeof(KlBatch));
+		kl_write_batch(src, p, recs + i, j - i, b);
 		kl_note_landed(call, b);
 		b->landed_by = call->is_replay ? "replay" : "land";
 		kl_catalog_insert_batch(src, b, recs + i, j - i);
@@ -637,9 +648,9 @@ kl_process_window(KlLandCall *call)
 		row->batch_id = pstrdup(b->batch_id);
 		row->status = "landed";
 		row->records = j - i;
-		row->accepted = b->accepted;
-		row->duplicates = b->duplicates;
-		row->quarantined = b->quarantined;
+		row->accepted = b->counts[KL_FILE_ACCEPTED];
+		row->duplicates = b->counts[KL_FILE_DUPLICATES];
+		row->quarantined = b->counts[KL_FILE_QUARANTINE];
 		row->first_offset = b->first_offset;
 		row->last_offset = b->last_offset;
 		rows = lappend(rows, row);

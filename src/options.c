@@ -2,7 +2,10 @@
  *
  * options.c
  *	  The foreign-data wrapper's validator, and the librdkafka configuration
- *	  of a server built from its options and the caller's user mapping.
+ *	  of a server built from its options and the caller's user mapping; the
+ *	  servers of the wrapper, and who may read a source through a foreign
+ *	  table (the rule the validator applies to the option "source", and the
+ *	  scan again, fdw.c).
  *
  * A Kafka cluster is a foreign server.  Its options are "brokers" (the
  * bootstrap list) and any librdkafka property; a user mapping carries the
@@ -72,6 +75,7 @@
 #include <stdio.h>
 
 #include "access/reloptions.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_foreign_data_wrapper.h"
 #include "catalog/pg_foreign_server.h"
@@ -81,12 +85,17 @@
 #include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/varlena.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/varlena.h"
 
-#include "kafka_lake.h"
+#include "batch_format.h"
+#include "compat.h"
+#include "names.h"
+#include "options.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_fdw_validator);
 
@@ -719,6 +728,86 @@ kl_scrub_secrets(const char *text, List *secrets)
 		result = out.data;
 	}
 	return result;
+}
+
+/*
+ * kl_get_server
+ *		A foreign server of the kafka_lake wrapper, by name.
+ */
+ForeignServer *
+kl_get_server(const char *name)
+{
+	ForeignServer *server = GetForeignServerByName(name, true);
+	ForeignDataWrapper *fdw;
+
+	if (server == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("server \"%s\" does not exist", name),
+				 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers 'host:port').",
+						 quote_identifier(name))));
+	fdw = GetForeignDataWrapper(server->fdwid);
+	if (strcmp(fdw->fdwname, "kafka_lake") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("server \"%s\" does not use the kafka_lake foreign-data wrapper", name)));
+	return server;
+}
+
+/*
+ * kl_check_server_usage
+ *		Creating a source on a server, or sending records through it, needs
+ *		USAGE on the server, as declaring a foreign table there does: the
+ *		server's options may carry what a superuser set up for the roles it
+ *		grants (a client certificate, Kerberos).  (land(), replay() and lag()
+ *		of an existing source are granted by EXECUTE alone: the source's
+ *		creator chose its server.)
+ */
+void
+kl_check_server_usage(ForeignServer *server)
+{
+	if (kl_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for foreign server %s", server->servername),
+				 errhint("GRANT USAGE ON FOREIGN SERVER %s TO %s;",
+						 quote_identifier(server->servername),
+						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+}
+
+/*
+ * kl_check_source_read
+ *		May userid read source through the foreign table relid (InvalidOid:
+ *		one being declared)?  Through the source's own table, PostgreSQL's
+ *		own check on that table decides; through any other, userid needs
+ *		SELECT on the source's own table (see the file header).  A source
+ *		whose table is missing is then readable by superusers only; a table
+ *		declared before its source exists is checked when it is read.
+ */
+void
+kl_check_source_read(const char *source, Oid relid, Oid userid)
+{
+	char	   *relname = psprintf("%s_records", source);
+	Oid			nsp = get_namespace_oid("kafka_lake", true);
+	Oid			source_rel = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+
+	if (OidIsValid(source_rel) && source_rel == relid)
+		return;
+	if (!OidIsValid(source_rel) && (!OidIsValid(relid) || superuser_arg(userid)))
+		return;
+	if (OidIsValid(source_rel) &&
+		(pg_class_aclcheck(source_rel, userid, ACL_SELECT) == ACLCHECK_OK ||
+		 pg_attribute_aclcheck_all(source_rel, userid, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to read source \"%s\"", source),
+			 errdetail("Reading a source through a foreign table other than kafka_lake.%s needs SELECT on kafka_lake.%s (on the whole table), which role \"%s\" does not have.",
+					   quote_identifier(relname), quote_identifier(relname),
+					   GetUserNameFromId(userid, false)),
+			 errhint("GRANT SELECT ON kafka_lake.%s TO %s, or read the source through a view owned by a role that may read it.",
+					 quote_identifier(relname),
+					 quote_identifier(GetUserNameFromId(userid, false)))));
 }
 
 /*

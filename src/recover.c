@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * recover.c
- *	  Making the catalog match the disk (recover), and checking that the
- *	  disk still matches the manifests and the catalog (verify).
+ *	  Making the catalog match the disk: kafka_lake.recover(source), and
+ *	  the recovery of each partition that land(), replay() and the bridge
+ *	  own before they use it.  (verify.c checks that the disk still matches
+ *	  the manifests and the catalog.)
  *
  * The disk is the source of truth (I5).  A batch directory under
  * topic=.../partition=... is complete by construction: it appears by one
- * rename after everything in it was fsynced (landing.c).  So recovery needs
- * no journal:
+ * rename after everything in it was fsynced (landing_files.c).  So recovery
+ * needs no journal:
  *	- a batch directory the catalog does not know was landed by a
  *	  transaction that did not commit (an ERROR after the rename, a cancel,
  *	  a killed backend, a ROLLBACK): it is checked in full against its
@@ -56,12 +58,10 @@
 #include "postgres.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xact.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -69,474 +69,17 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "kafka_lake.h"
+#include "batch_format.h"
+#include "batch_read.h"
+#include "catalog.h"
+#include "compat.h"
+#include "digest.h"
+#include "landing_files.h"
+#include "locks.h"
+#include "recover.h"
+#include "source.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_recover);
-PG_FUNCTION_INFO_V1(kafka_lake_verify);
-PG_FUNCTION_INFO_V1(kafka_lake_verify_1_1);
-
-#define KL_READ_CHUNK	(1024 * 1024)
-
-/*
- * kl_file_kind
- *		What a file that is not a regular file is, for messages.
- */
-const char *
-kl_file_kind(mode_t mode)
-{
-	if (S_ISDIR(mode))
-		return "a directory";
-	if (S_ISLNK(mode))
-		return "a symbolic link";
-	if (S_ISFIFO(mode))
-		return "a FIFO";
-	if (S_ISSOCK(mode))
-		return "a socket";
-	if (S_ISCHR(mode) || S_ISBLK(mode))
-		return "a device";
-	return "not a regular file";
-}
-
-/*
- * kl_open_landed
- *		Open a file of the landing for reading.  Nothing in the landing
- *		that is not a regular file is ever opened, and open(2) never
- *		blocks: opening a FIFO for reading waits for a writer, in a sleep
- *		that PostgreSQL's signals do not interrupt (they restart it), so a
- *		FIFO planted where a landed file belongs would hang the backend for
- *		good.  Hence lstat first, then O_NONBLOCK | O_NOFOLLOW (a FIFO or a
- *		symbolic link swapped in after the lstat is refused at once), then
- *		fstat of what was opened.
- *
- *		Returns the descriptor (OpenTransientFile: an ERROR closes it), or
- *		-1 with errno set when there is no such file, or -1 with
- *		*not_regular set to what the path is instead.
- */
-int
-kl_open_landed(const char *path, const char **not_regular)
-{
-	struct stat st;
-	int			fd;
-	int			flags;
-
-	*not_regular = NULL;
-	if (lstat(path, &st) != 0)
-		return -1;
-	if (!S_ISREG(st.st_mode))
-	{
-		*not_regular = kl_file_kind(st.st_mode);
-		return -1;
-	}
-	fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
-	if (fd < 0)
-	{
-		if (errno == ELOOP)
-			*not_regular = "a symbolic link";
-		return -1;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-	{
-		int			save = errno;
-		bool		regular = S_ISREG(st.st_mode);
-
-		CloseTransientFile(fd);
-		if (!regular)
-			*not_regular = kl_file_kind(st.st_mode);
-		errno = save;
-		return -1;
-	}
-	/* reads of a regular file never block; clear the flag all the same */
-	flags = fcntl(fd, F_GETFL);
-	if (flags >= 0)
-		(void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-	return fd;
-}
-
-/*
- * kl_landed_open_problem
- *		Why kl_open_landed returned -1, as the end of a sentence: "is
- *		missing", "is not a regular file (it is a FIFO)", ...
- */
-char *
-kl_landed_open_problem(const char *not_regular)
-{
-	if (not_regular != NULL)
-		return psprintf("is not a regular file (it is %s)", not_regular);
-	if (errno == ENOENT)
-		return pstrdup("is missing");
-	return psprintf("cannot be opened: %m");
-}
-
-/*
- * kl_read_whole_file
- *		Read a file of the landing into memory (see kl_open_landed).  NULL
- *		when it cannot be opened (errno set) or is not a regular file
- *		(*not_regular set).
- */
-char *
-kl_read_whole_file(const char *path, size_t *len, const char **not_regular)
-{
-	int			fd = kl_open_landed(path, not_regular);
-	struct stat st;
-	char	   *buf;
-	size_t		done = 0;
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) != 0)
-	{
-		int			save = errno;
-
-		CloseTransientFile(fd);
-		errno = save;
-		return NULL;
-	}
-	buf = MemoryContextAllocHuge(CurrentMemoryContext, st.st_size + 1);
-	while (done < (size_t) st.st_size)
-	{
-		ssize_t		n = read(fd, buf + done, Min(st.st_size - done, 64 * 1024 * 1024));
-
-		if (n < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", path)));
-		if (n == 0)
-			break;
-		done += n;
-		CHECK_FOR_INTERRUPTS();
-	}
-	CloseTransientFile(fd);
-	buf[done] = '\0';
-	*len = done;
-	return buf;
-}
-
-/*
- * kl_manifest_int
- *		An integer member of the manifest, or ERROR.
- */
-static int64
-kl_manifest_int(const KlJsonValue *v, const char *path, const char *key)
-{
-	int64		result;
-
-	if (v->type != KL_JSON_NUMBER || !v->is_integer ||
-		!kl_json_parse_int64(v->start, v->len, &result))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" has an invalid \"%s\"", path, key)));
-	return result;
-}
-
-/*
- * kl_manifest_text
- *		A string member of the manifest (palloc'd), NULL for null.
- */
-static char *
-kl_manifest_text(const KlJsonValue *v, const char *path, const char *key)
-{
-	StringInfoData buf;
-
-	if (v->type == KL_JSON_NULL)
-		return NULL;
-	if (v->type != KL_JSON_STRING)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" has an invalid \"%s\"", path, key)));
-	initStringInfo(&buf);
-	kl_json_decode_string(v, &buf);
-	return buf.data;
-}
-
-#define KEY_IS(k, name) kl_json_key_is(&(k), (name), sizeof(name) - 1)
-
-/*
- * kl_read_manifest_entry
- *		One element of "entries" into a KlRecord.
- */
-static void
-kl_read_manifest_entry(const KlJsonValue *obj, KlRecord *r, const char *path)
-{
-	KlJsonReader it;
-	KlJsonValue k;
-	KlJsonValue v;
-
-	memset(r, 0, sizeof(KlRecord));
-	r->timestamp_ms = -1;
-	kl_json_object_open(&it, obj->start, obj->start + obj->len, KL_JSON_MAX_DEPTH);
-	while (kl_json_object_next(&it, &k, &v))
-	{
-		if (KEY_IS(k, "offset"))
-			r->offset = kl_manifest_int(&v, path, "offset");
-		else if (KEY_IS(k, "fingerprint"))
-		{
-			char	   *hex = kl_manifest_text(&v, path, "fingerprint");
-
-			if (hex == NULL || strlen(hex) != KL_SHA256_HEX_LEN ||
-				!kl_unhex(hex, KL_SHA256_LEN, r->fingerprint))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("manifest \"%s\" has an invalid fingerprint", path)));
-		}
-		else if (KEY_IS(k, "status"))
-		{
-			char	   *status = kl_manifest_text(&v, path, "status");
-
-			if (status && strcmp(status, "accepted") == 0)
-				r->status = KL_STATUS_ACCEPTED;
-			else if (status && strcmp(status, "duplicate_event_id") == 0)
-				r->status = KL_STATUS_DUPLICATE;
-			else if (status && strcmp(status, "quarantined") == 0)
-				r->status = KL_STATUS_QUARANTINED;
-			else
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("manifest \"%s\" has an invalid status", path)));
-		}
-		else if (KEY_IS(k, "event_id"))
-		{
-			r->event.event_id = kl_manifest_text(&v, path, "event_id");
-			if (r->event.event_id)
-				r->event.event_id_len = strlen(r->event.event_id);
-		}
-		else if (KEY_IS(k, "timestamp_ms") && v.type != KL_JSON_NULL)
-			r->timestamp_ms = kl_manifest_int(&v, path, "timestamp_ms");
-	}
-	if (it.error)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" is not valid JSON: %s", path, it.error)));
-	if (r->status == 0 || (r->status != KL_STATUS_QUARANTINED && r->event.event_id == NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" has an incomplete entry at offset %lld",
-						path, (long long) r->offset)));
-}
-
-/*
- * kl_read_manifest
- *		Read a batch's manifest.json into *b and its entries into *recs.
- */
-void
-kl_read_manifest(const char *batch_dir, KlLandedBatch *b, KlRecord **recs, int *n)
-{
-	char	   *path = psprintf("%s/manifest.json", batch_dir);
-	size_t		len;
-	const char *not_regular;
-	char	   *text = kl_read_whole_file(path, &len, &not_regular);
-	KlJsonReader it;
-	KlJsonValue k;
-	KlJsonValue v;
-	uint8		digest[KL_SHA256_LEN];
-	int			cap = 0;
-
-	if (text == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" %s", path, kl_landed_open_problem(not_regular))));
-	memset(b, 0, sizeof(*b));
-	*recs = NULL;
-	*n = 0;
-	kl_sha256(text, len, digest);
-	kl_hex(digest, KL_SHA256_LEN, b->manifest_sha256);
-	b->manifest_bytes = len;
-	b->manifest_crc32c = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len));
-
-	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
-	while (kl_json_object_next(&it, &k, &v))
-	{
-		if (KEY_IS(k, "batch_id"))
-		{
-			char	   *id = kl_manifest_text(&v, path, "batch_id");
-
-			if (id == NULL || strlen(id) != KL_BATCH_ID_LEN)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("manifest \"%s\" has an invalid batch_id", path)));
-			strlcpy(b->batch_id, id, sizeof(b->batch_id));
-		}
-		else if (KEY_IS(k, "topic"))
-			b->topic = kl_manifest_text(&v, path, "topic");
-		else if (KEY_IS(k, "partition"))
-			b->partition = (int32) kl_manifest_int(&v, path, "partition");
-		else if (KEY_IS(k, "input_offset_start"))
-			b->first_offset = kl_manifest_int(&v, path, "input_offset_start");
-		else if (KEY_IS(k, "input_offset_end"))
-			b->last_offset = kl_manifest_int(&v, path, "input_offset_end");
-		else if (KEY_IS(k, "accepted_count"))
-			b->accepted = (int) kl_manifest_int(&v, path, "accepted_count");
-		else if (KEY_IS(k, "duplicate_event_count"))
-			b->duplicates = (int) kl_manifest_int(&v, path, "duplicate_event_count");
-		else if (KEY_IS(k, "quarantine_count"))
-			b->quarantined = (int) kl_manifest_int(&v, path, "quarantine_count");
-		else if (KEY_IS(k, "new_coordinate_count"))
-			b->record_count = (int) kl_manifest_int(&v, path, "new_coordinate_count");
-		else if (KEY_IS(k, "business_date_min") || KEY_IS(k, "business_date_max"))
-		{
-			char	   *d = kl_manifest_text(&v, path, "business_date");
-			DateADT		date;
-
-			if (d == NULL)
-				continue;
-			if (!kl_parse_iso_date(d, strlen(d), &date))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("manifest \"%s\" has an invalid business date", path)));
-			b->has_dates = true;
-			if (KEY_IS(k, "business_date_min"))
-				b->min_date = date;
-			else
-				b->max_date = date;
-		}
-		else if (KEY_IS(k, "files"))
-		{
-			KlJsonReader fit;
-			KlJsonValue fk;
-			KlJsonValue fv;
-
-			kl_json_object_open(&fit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
-			while (kl_json_object_next(&fit, &fk, &fv))
-			{
-				int			idx = -1;
-				KlJsonReader ait;
-				KlJsonValue ak;
-				KlJsonValue av;
-
-				for (int i = 0; i < KL_NFILES; i++)
-				{
-					if (kl_json_key_is(&fk, kl_file_names[i], strlen(kl_file_names[i])))
-						idx = i;
-				}
-				if (idx < 0)
-					continue;
-				kl_json_object_open(&ait, fv.start, fv.start + fv.len, KL_JSON_MAX_DEPTH);
-				while (kl_json_object_next(&ait, &ak, &av))
-				{
-					if (KEY_IS(ak, "bytes"))
-						b->files[idx].bytes = kl_manifest_int(&av, path, "bytes");
-					else if (KEY_IS(ak, "lines"))
-						b->files[idx].lines = kl_manifest_int(&av, path, "lines");
-					else if (KEY_IS(ak, "crc32c"))
-						b->files[idx].crc32c = (uint32) kl_manifest_int(&av, path, "crc32c");
-					else if (KEY_IS(ak, "sha256"))
-					{
-						char	   *hex = kl_manifest_text(&av, path, "sha256");
-
-						if (hex == NULL || strlen(hex) != KL_SHA256_HEX_LEN)
-							ereport(ERROR,
-									(errcode(ERRCODE_DATA_CORRUPTED),
-									 errmsg("manifest \"%s\" has an invalid sha256", path)));
-						strlcpy(b->files[idx].sha256, hex, sizeof(b->files[idx].sha256));
-					}
-				}
-			}
-		}
-		else if (KEY_IS(k, "entries"))
-		{
-			KlJsonReader eit;
-			KlJsonValue ev;
-
-			kl_json_array_open(&eit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
-			while (kl_json_array_next(&eit, &ev))
-			{
-				if (ev.type != KL_JSON_OBJECT)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATA_CORRUPTED),
-							 errmsg("manifest \"%s\" has an invalid entry", path)));
-				if (*n == cap)
-				{
-					cap = Max(cap * 2, 256);
-					*recs = *recs ? repalloc_huge(*recs, sizeof(KlRecord) * cap) :
-						MemoryContextAllocHuge(CurrentMemoryContext, sizeof(KlRecord) * cap);
-				}
-				kl_read_manifest_entry(&ev, &(*recs)[*n], path);
-				(*n)++;
-			}
-			if (eit.error)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("manifest \"%s\" is not valid JSON: %s", path, eit.error)));
-		}
-	}
-	if (!kl_json_object_finish(&it))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" is not valid JSON: %s", path, it.error)));
-	if (*n == 0 || *n != b->record_count ||
-		b->accepted + b->duplicates + b->quarantined != *n)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" does not add up", path),
-				 errdetail("It lists %d entries for %d new coordinates.", *n, b->record_count)));
-	for (int i = 1; i < *n; i++)
-	{
-		if ((*recs)[i].offset <= (*recs)[i - 1].offset)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("manifest \"%s\" lists offsets out of order", path)));
-	}
-	if ((*recs)[0].offset != b->first_offset || (*recs)[*n - 1].offset != b->last_offset)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest \"%s\" has entries outside its offset range", path)));
-	pfree(text);
-}
-
-/*
- * kl_check_batch_files
- *		Compare a batch's files with the checks in *b: always presence and
- *		size; with full, also the line count, CRC-32C and SHA-256.  Returns
- *		NULL when all is well, else the problem (and the file's index).
- */
-char *
-kl_check_batch_files(const char *batch_dir, const KlLandedBatch *b, bool full, int *bad_file)
-{
-	for (int i = 0; i < KL_NFILES; i++)
-	{
-		char	   *path = psprintf("%s/%s", batch_dir, kl_file_names[i]);
-		struct stat st;
-
-		*bad_file = i;
-		if (lstat(path, &st) != 0)
-			return psprintf("missing_file: %s: %m", kl_file_names[i]);
-		if (!S_ISREG(st.st_mode))
-			return psprintf("missing_file: %s is not a regular file (it is %s)",
-							kl_file_names[i], kl_file_kind(st.st_mode));
-		if (st.st_size != b->files[i].bytes)
-			return psprintf("size_mismatch: %s has %lld bytes, its manifest says %lld",
-							kl_file_names[i], (long long) st.st_size,
-							(long long) b->files[i].bytes);
-		if (full)
-		{
-			size_t		len;
-			const char *not_regular;
-			char	   *data = kl_read_whole_file(path, &len, &not_regular);
-			uint8		digest[KL_SHA256_LEN];
-			char		hex[KL_SHA256_HEX_LEN + 1];
-			int64		lines = 0;
-
-			if (data == NULL)
-				return psprintf("missing_file: %s %s", kl_file_names[i],
-								kl_landed_open_problem(not_regular));
-			for (const char *p = data; (p = memchr(p, '\n', data + len - p)) != NULL; p++)
-				lines++;
-			if (lines != b->files[i].lines)
-				return psprintf("line_count_mismatch: %s has %lld lines, its manifest says %lld",
-								kl_file_names[i], (long long) lines, (long long) b->files[i].lines);
-			if (kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len)) != b->files[i].crc32c)
-				return psprintf("checksum_mismatch: %s has a different CRC-32C than its manifest",
-								kl_file_names[i]);
-			kl_sha256(data, len, digest);
-			kl_hex(digest, KL_SHA256_LEN, hex);
-			if (strcmp(hex, b->files[i].sha256) != 0)
-				return psprintf("checksum_mismatch: %s has SHA-256 %s, its manifest says %s",
-								kl_file_names[i], hex, b->files[i].sha256);
-			pfree(data);
-		}
-	}
-	*bad_file = -1;
-	return NULL;
-}
 
 /*
  * kl_emit_recover_row
@@ -566,43 +109,14 @@ kl_emit_recover_row(Tuplestorestate *out, TupleDesc desc, const char *action,
 }
 
 /*
- * kl_parse_batch_name
- *		Is name "batch=<first:020d>-<last:020d>-<hash12>"?  Sets the offsets.
- */
-static bool
-kl_parse_batch_name(const char *name, int64 *first, int64 *last)
-{
-	const char *id = name + strlen("batch=");
-
-	if (strncmp(name, "batch=", strlen("batch=")) != 0 || strlen(id) != KL_BATCH_ID_LEN)
-		return false;
-	for (int i = 0; i < KL_BATCH_ID_LEN; i++)
-	{
-		char		c = id[i];
-
-		if (i == 20 || i == 41)
-		{
-			if (c != '-')
-				return false;
-		}
-		else if (i < 41 ? !(c >= '0' && c <= '9') :
-				 !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return false;
-	}
-	*first = strtoi64(id, NULL, 10);
-	*last = strtoi64(id + 21, NULL, 10);
-	return *first <= *last;
-}
-
-/*
  * kl_stray_reason
  *		NULL when the entry name of partition directory part_dir can be a
  *		batch (a directory named after a batch id, not empty); otherwise why
  *		it is not one.  A batch appears by renaming a complete staging
- *		directory (landing.c), so anything else under such a name was put
- *		there by something else: it holds no landed data.
+ *		directory (landing_files.c), so anything else under such a name was
+ *		put there by something else: it holds no landed data.
  */
-static char *
+char *
 kl_stray_reason(const char *part_dir, const char *name)
 {
 	char	   *path = psprintf("%s/%s", part_dir, name);
@@ -669,9 +183,9 @@ kl_adopt_hint(KlSource *src, int32 partition, const char *dir, const char *name)
  *		Read and check in full a batch directory the catalog does not know.
  *		ERROR (XX001, with a hint that works) when it cannot be adopted.
  */
-static void
+void
 kl_check_adoptable(KlSource *src, int32 partition, const char *dir, const char *name,
-				   KlLandedBatch *b, KlRecord **recs, int *n)
+				   KlBatch *b, KlRecord **recs, int *n)
 {
 	MemoryContext caller = CurrentMemoryContext;
 
@@ -719,7 +233,7 @@ static void
 kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name,
 			   Tuplestorestate *out, TupleDesc desc)
 {
-	KlLandedBatch b;
+	KlBatch b;
 	KlRecord   *recs;
 	int			n;
 	int			demoted = 0;
@@ -766,38 +280,6 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 						b.batch_id, src->source, demoted),
 				 errdetail("They count as duplicate_event_id in the foreign table and the bridge.")));
 }
-
-static int
-kl_name_cmp(const ListCell *a, const ListCell *b)
-{
-	return strcmp((const char *) lfirst(a), (const char *) lfirst(b));
-}
-
-/*
- * kl_list_dir
- *		The entries of a directory whose names start with prefix, sorted;
- *		NIL when the directory does not exist.
- */
-static List *
-kl_list_dir(const char *path, const char *prefix)
-{
-	DIR		   *dir = AllocateDir(path);
-	struct dirent *de;
-	List	   *result = NIL;
-	size_t		plen = strlen(prefix);
-
-	if (dir == NULL && errno == ENOENT)
-		return NIL;
-	while ((de = ReadDir(dir, path)) != NULL)
-	{
-		if (strncmp(de->d_name, prefix, plen) == 0)
-			result = lappend(result, pstrdup(de->d_name));
-	}
-	FreeDir(dir);
-	list_sort(result, kl_name_cmp);
-	return result;
-}
-
 
 /*
  * kl_recover_partition
@@ -873,58 +355,6 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 }
 
 /*
- * kl_disk_partitions
- *		The partitions of a source that have a directory on disk, plus those
- *		named by staging directories.  (Also used by the bridge.)
- */
-List *
-kl_disk_partitions(KlSource *src)
-{
-	char	   *topic_dir = psprintf("%s/topic=%s", src->dir, src->topic);
-	List	   *result = NIL;
-	ListCell   *cell;
-
-	foreach(cell, kl_list_dir(topic_dir, "partition="))
-	{
-		int			p = atoi((const char *) lfirst(cell) + strlen("partition="));
-
-		result = list_append_unique_int(result, p);
-	}
-	foreach(cell, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
-	{
-		const char *name = lfirst(cell);
-		const char *mark = strstr(name + KL_BATCH_ID_LEN, "-p");
-
-		if (mark)
-			result = list_append_unique_int(result, atoi(mark + 2));
-	}
-	return result;
-}
-
-/*
- * kl_landing_present
- *		Is the source's directory there, with its marker?  Only then does a
- *		batch directory that is missing mean the batch is gone (and not, say,
- *		a landing directory that is not mounted).
- */
-static bool
-kl_landing_present(KlSource *src)
-{
-	struct stat st;
-
-	return lstat(psprintf("%s/.kafka_lake_source", src->dir), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* A batch the catalog lists, as recover() and verify() need it */
-typedef struct KlCatalogBatch
-{
-	char		batch_id[KL_BATCH_ID_LEN + 1];
-	int32		partition;
-	int64		first_offset;
-	int64		last_offset;
-} KlCatalogBatch;
-
-/*
  * kl_forget_missing_batches
  *		recover() only: the batches of a partition the caller owns whose
  *		directories are gone (a damaged batch moved away, a deleted one) are
@@ -937,46 +367,22 @@ typedef struct KlCatalogBatch
 static void
 kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
 {
-	KlCatalogSave cs;
-	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, TEXTARRAYOID};
-	Datum		values[4];
-	MemoryContext caller = CurrentMemoryContext;
+	KlBounds	bounds;
+	int64		total;
 	List	   *gone = NIL;
 	char	   *part_dir = kl_partition_dir(src, partition);
 	ListCell   *cell;
 
-	values[0] = Int32GetDatum(src->source_id);
-	values[1] = CStringGetTextDatum(src->topic);
-	values[2] = Int32GetDatum(partition);
-	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT batch_id, first_offset, last_offset FROM kafka_lake.batches"
-							  " WHERE source_id = $1 AND topic = $2 AND partition = $3"
-							  " ORDER BY first_offset",
-							  3, types, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read kafka_lake.batches");
-	for (uint64 row = 0; row < SPI_processed; row++)
+	kl_bounds_init(&bounds);
+	bounds.partition_lo = bounds.partition_hi = partition;
+	foreach(cell, kl_catalog_scan_batches(src, &bounds, 0, &total))
 	{
-		HeapTuple	tup = SPI_tuptable->vals[row];
-		TupleDesc	td = SPI_tuptable->tupdesc;
-		char	   *id = SPI_getvalue(tup, td, 1);
+		KlBatch    *b = lfirst(cell);
 		struct stat st;
 
-		if (lstat(psprintf("%s/batch=%s", part_dir, id), &st) == 0 || errno != ENOENT)
-			continue;
-		{
-			MemoryContext old = MemoryContextSwitchTo(caller);
-			KlCatalogBatch *b = palloc0(sizeof(KlCatalogBatch));
-			bool		isnull;
-
-			strlcpy(b->batch_id, id, sizeof(b->batch_id));
-			b->partition = partition;
-			b->first_offset = DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
-			b->last_offset = DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
+		if (lstat(psprintf("%s/batch=%s", part_dir, b->batch_id), &st) != 0 && errno == ENOENT)
 			gone = lappend(gone, b);
-			MemoryContextSwitchTo(old);
-		}
 	}
-	kl_catalog_end(cs);
 	if (gone == NIL)
 		return;
 	if (!kl_landing_present(src))
@@ -991,62 +397,15 @@ kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, 
 
 	foreach(cell, gone)
 	{
-		KlCatalogBatch *b = lfirst(cell);
-		Oid			dtypes[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
-		Datum		dvalues[5];
+		KlBatch    *b = lfirst(cell);
 
-		dvalues[0] = Int32GetDatum(src->source_id);
-		dvalues[1] = CStringGetTextDatum(b->batch_id);
-		dvalues[2] = Int32GetDatum(partition);
-		dvalues[3] = Int64GetDatum(b->first_offset);
-		dvalues[4] = Int64GetDatum(b->last_offset);
-		cs = kl_catalog_begin();
-		/* the event_ids it accepted: accepted_events has no foreign key to batches */
-		if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
-								  " WHERE source_id = $1 AND partition = $3"
-								  "   AND \"offset\" BETWEEN $4 AND $5",
-								  5, dtypes, dvalues, NULL, false, 0) != SPI_OK_DELETE ||
-			SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
-								  2, dtypes, dvalues, NULL, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "could not forget batch %s", b->batch_id);
-		kl_catalog_end(cs);
+		kl_catalog_forget_batch(src, b);
 		kl_emit_recover_row(out, desc, "forgotten", src, partition, b->batch_id,
 							psprintf("its directory is gone: land offsets %lld to %lld again with kafka_lake.replay('%s', %d, %lld, %lld)",
 									 (long long) b->first_offset, (long long) b->last_offset,
 									 src->source, partition,
 									 (long long) b->first_offset, (long long) b->last_offset));
 	}
-}
-
-/*
- * kl_catalog_partitions
- *		The partitions of a source the catalog has batches of.
- */
-static List *
-kl_catalog_partitions(KlSource *src)
-{
-	KlCatalogSave cs;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(src->source_id)};
-	MemoryContext caller = CurrentMemoryContext;
-	List	   *result = NIL;
-
-	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT DISTINCT partition FROM kafka_lake.batches WHERE source_id = $1",
-							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read kafka_lake.batches");
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		bool		isnull;
-		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[row],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContext old = MemoryContextSwitchTo(caller);
-
-		result = lappend_int(result, p);
-		MemoryContextSwitchTo(old);
-	}
-	kl_catalog_end(cs);
-	return result;
 }
 
 /*
@@ -1085,368 +444,3 @@ kafka_lake_recover(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/*
- * kl_emit_verify_row
- *		One problem found by verify(), with what to do about it (the 1.0
- *		result type has no action column: tuplestore_putvalues takes as many
- *		values as the result has columns).
- */
-static void
-kl_emit_verify_row(ReturnSetInfo *rsinfo, const char *batch_id, KlSource *src,
-				   int32 partition, const char *file, const char *problem, const char *detail,
-				   const char *action)
-{
-	Datum		values[7];
-	bool		nulls[7] = {0};
-
-	values[0] = batch_id ? CStringGetTextDatum(batch_id) : (Datum) 0;
-	nulls[0] = (batch_id == NULL);
-	values[1] = CStringGetTextDatum(src->topic);
-	values[2] = Int32GetDatum(partition);
-	values[3] = file ? CStringGetTextDatum(file) : (Datum) 0;
-	nulls[3] = (file == NULL);
-	values[4] = CStringGetTextDatum(problem);
-	values[5] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
-	nulls[5] = (detail == NULL);
-	values[6] = CStringGetTextDatum(action);
-	Assert(rsinfo->setDesc->natts <= 7);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-}
-
-/*
- * kl_damaged_action
- *		What to do about a batch whose files disagree with its manifest or
- *		the catalog: the procedure that lands it again.
- */
-static char *
-kl_damaged_action(KlSource *src, const char *dir, const KlCatalogBatch *b)
-{
-	return psprintf("Restore %s from a backup (a batch never changes: any copy of it is good), "
-					"or move %s out of the landing directory, run kafka_lake.recover('%s'), "
-					"then kafka_lake.replay('%s', %d, %lld, %lld) to land offsets %lld to %lld again from the broker.",
-					dir, dir, src->source, src->source, b->partition,
-					(long long) b->first_offset, (long long) b->last_offset,
-					(long long) b->first_offset, (long long) b->last_offset);
-}
-
-/*
- * kl_verify_unknown
- *		One batch= entry of a partition directory that the catalog does not
- *		know: a stray entry, a batch recover() adopts, or one it refuses.
- *		The check runs in a subtransaction: it reads and checks the batch as
- *		adoption would, and its ERROR becomes the problem row.
- */
-static void
-kl_verify_unknown(ReturnSetInfo *rsinfo, KlSource *src, int32 partition, const char *part_dir,
-				  const char *name)
-{
-	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	char	   *reason = kl_stray_reason(part_dir, name);
-	char	   *dir = psprintf("%s/%s", part_dir, name);
-	ErrorData  *edata = NULL;
-
-	if (reason != NULL)
-	{
-		kl_emit_verify_row(rsinfo, NULL, src, partition, name, "stray_entry",
-						   psprintf("%s/%s: %s", part_dir, name, reason),
-						   psprintf("It is not a batch and holds no landed data: move it out of the partition directory (%s).",
-									part_dir));
-		return;
-	}
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller);
-	PG_TRY();
-	{
-		KlLandedBatch b;
-		KlRecord   *recs;
-		int			n;
-
-		kl_check_adoptable(src, partition, dir, name, &b, &recs, &n);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(caller);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED)
-			ReThrowError(edata);
-	}
-	PG_END_TRY();
-
-	if (edata == NULL)
-		kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL, "not_in_catalog",
-						   "a complete batch the catalog does not know",
-						   psprintf("Run kafka_lake.recover('%s'): it adopts the batch.", src->source));
-	else
-		kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL, "not_adoptable",
-						   edata->detail ? psprintf("%s: %s", edata->message, edata->detail) :
-						   edata->message,
-						   edata->hint);
-}
-
-/*
- * kl_verify
- *		verify(source): re-read every batch and compare it with its manifest
- *		and the catalog; one row per problem, each with what to do.
- */
-static Datum
-kl_verify(FunctionCallInfo fcinfo)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KlSource   *src = kl_source_arg(fcinfo, 0);
-	MemoryContext caller = CurrentMemoryContext;
-	MemoryContext per_batch;
-	List	   *batches = NIL;
-	List	   *known_dirs = NIL;
-	ListCell   *cell;
-	KlCatalogSave cs;
-	bool		landing_present = kl_landing_present(src);
-	bool		has_manifest_checks = kl_catalog_has_manifest_checks();
-
-	kl_init_materialized_srf(fcinfo);
-
-	/* the catalog's view of every batch */
-	cs = kl_catalog_begin();
-	{
-		Oid			types[1] = {INT4OID};
-		Datum		values[1] = {Int32GetDatum(src->source_id)};
-
-		if (SPI_execute_with_args(psprintf("SELECT batch_id, partition, manifest_sha256, file_bytes::text,"
-										   " file_lines::text, file_crc32c::text, file_sha256::text,"
-										   " record_count, first_offset, last_offset, %s"
-										   " FROM kafka_lake.batches WHERE source_id = $1"
-										   " ORDER BY partition, first_offset",
-										   has_manifest_checks ? "manifest_bytes IS NULL" : "false"),
-								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read kafka_lake.batches");
-		for (uint64 row = 0; row < SPI_processed; row++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[row];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			MemoryContext old = MemoryContextSwitchTo(caller);
-			KlLandedBatch *b = palloc0(sizeof(KlLandedBatch));
-			char	   *bytes = SPI_getvalue(tup, desc, 4);
-			char	   *lines = SPI_getvalue(tup, desc, 5);
-			char	   *crcs = SPI_getvalue(tup, desc, 6);
-			char	   *shas = SPI_getvalue(tup, desc, 7);
-
-			strlcpy(b->batch_id, SPI_getvalue(tup, desc, 1), sizeof(b->batch_id));
-			b->partition = atoi(SPI_getvalue(tup, desc, 2));
-			strlcpy(b->manifest_sha256, SPI_getvalue(tup, desc, 3), sizeof(b->manifest_sha256));
-			b->record_count = atoi(SPI_getvalue(tup, desc, 8));
-			b->first_offset = strtoi64(SPI_getvalue(tup, desc, 9), NULL, 10);
-			b->last_offset = strtoi64(SPI_getvalue(tup, desc, 10), NULL, 10);
-			/* -1: the manifest's size and CRC are not recorded yet (landed by 1.0) */
-			b->manifest_bytes = strcmp(SPI_getvalue(tup, desc, 11), "t") == 0 ? -1 : 0;
-			if (sscanf(bytes, "{%lld,%lld,%lld}", (long long *) &b->files[0].bytes,
-					   (long long *) &b->files[1].bytes, (long long *) &b->files[2].bytes) != 3 ||
-				sscanf(lines, "{%lld,%lld,%lld}", (long long *) &b->files[0].lines,
-					   (long long *) &b->files[1].lines, (long long *) &b->files[2].lines) != 3 ||
-				sscanf(crcs, "{%u,%u,%u}", &b->files[0].crc32c, &b->files[1].crc32c,
-					   &b->files[2].crc32c) != 3 ||
-				sscanf(shas, "{%64[0-9a-f],%64[0-9a-f],%64[0-9a-f]}", b->files[0].sha256,
-					   b->files[1].sha256, b->files[2].sha256) != 3)
-				elog(ERROR, "unexpected file checks in kafka_lake.batches for batch %s", b->batch_id);
-			batches = lappend(batches, b);
-			MemoryContextSwitchTo(old);
-		}
-	}
-	kl_catalog_end(cs);
-
-	per_batch = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake verify",
-									  ALLOCSET_DEFAULT_SIZES);
-	foreach(cell, batches)
-	{
-		KlLandedBatch *cat = lfirst(cell);
-		KlCatalogBatch ref;
-		char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, cat->partition),
-								   cat->batch_id);
-		MemoryContext old;
-		struct stat st;
-		int			bad;
-		char	   *problem;
-
-		strlcpy(ref.batch_id, cat->batch_id, sizeof(ref.batch_id));
-		ref.partition = cat->partition;
-		ref.first_offset = cat->first_offset;
-		ref.last_offset = cat->last_offset;
-		known_dirs = lappend(known_dirs, dir);
-		CHECK_FOR_INTERRUPTS();
-		MemoryContextReset(per_batch);
-		old = MemoryContextSwitchTo(per_batch);
-
-		if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-		{
-			/* something else in its place: it must go before the batch can come back */
-			char	   *detail = psprintf("%s is not a directory (it is %s)", dir,
-										  S_ISREG(st.st_mode) ? "a regular file" :
-										  kl_file_kind(st.st_mode));
-			char	   *action = kl_damaged_action(src, dir, &ref);
-
-			MemoryContextSwitchTo(old);
-			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, NULL,
-							   "missing_batch", detail, action);
-			continue;
-		}
-		if (lstat(dir, &st) != 0)
-		{
-			char	   *detail = psprintf("%s: %m", dir);
-			char	   *action = landing_present ?
-				psprintf("Restore %s from a backup, or run kafka_lake.recover('%s'), "
-						 "then kafka_lake.replay('%s', %d, %lld, %lld): recover() forgets the batch, "
-						 "replay() lands offsets %lld to %lld again from the broker.",
-						 dir, src->source, src->source, ref.partition,
-						 (long long) ref.first_offset, (long long) ref.last_offset,
-						 (long long) ref.first_offset, (long long) ref.last_offset) :
-				psprintf("The landing directory %s of the source, or its marker, is missing: mount or restore it "
-						 "(recover() forgets no batch while it is missing).", src->dir);
-
-			MemoryContextSwitchTo(old);
-			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, NULL,
-							   "missing_batch", detail, action);
-			continue;
-		}
-		/* the files against the catalog's copy of their checks */
-		problem = kl_check_batch_files(dir, cat, true, &bad);
-		if (problem)
-		{
-			char	   *colon = strchr(problem, ':');
-			char	   *action = kl_damaged_action(src, dir, &ref);
-
-			MemoryContextSwitchTo(old);
-			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition,
-							   bad >= 0 ? kl_file_names[bad] : NULL,
-							   pnstrdup(problem, colon - problem), colon + 2, action);
-			continue;
-		}
-		/* the manifest against the catalog */
-		{
-			size_t		len;
-			const char *not_regular;
-			char	   *text = kl_read_whole_file(psprintf("%s/manifest.json", dir), &len,
-												  &not_regular);
-			uint8		digest[KL_SHA256_LEN];
-			char		hex[KL_SHA256_HEX_LEN + 1];
-
-			if (text == NULL)
-			{
-				char	   *detail = psprintf("manifest.json %s", kl_landed_open_problem(not_regular));
-				char	   *action = kl_damaged_action(src, dir, &ref);
-
-				MemoryContextSwitchTo(old);
-				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
-								   "missing_file", detail, action);
-				continue;
-			}
-			kl_sha256(text, len, digest);
-			kl_hex(digest, KL_SHA256_LEN, hex);
-			if (strcmp(hex, cat->manifest_sha256) != 0)
-			{
-				char	   *action = kl_damaged_action(src, dir, &ref);
-
-				MemoryContextSwitchTo(old);
-				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
-								   "checksum_mismatch",
-								   psprintf("manifest.json has SHA-256 %s, the catalog recorded %s",
-											hex, cat->manifest_sha256), action);
-				continue;
-			}
-
-			/*
-			 * A manifest landed by 1.0 is now proven by its SHA-256: record
-			 * its size and CRC-32C, so that scans check it as cheaply as
-			 * the others.
-			 */
-			if (has_manifest_checks && cat->manifest_bytes < 0)
-			{
-				Oid			utypes[4] = {INT4OID, TEXTOID, INT8OID, INT8OID};
-				Datum		uvalues[4];
-
-				uvalues[0] = Int32GetDatum(src->source_id);
-				uvalues[1] = CStringGetTextDatum(cat->batch_id);
-				uvalues[2] = Int64GetDatum((int64) len);
-				uvalues[3] = Int64GetDatum((int64) kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len)));
-				cs = kl_catalog_begin();
-				if (SPI_execute_with_args("UPDATE kafka_lake.batches SET manifest_bytes = $3,"
-										  " manifest_crc32c = $4"
-										  " WHERE source_id = $1 AND batch_id = $2"
-										  "   AND manifest_bytes IS NULL",
-										  4, utypes, uvalues, NULL, false, 0) != SPI_OK_UPDATE)
-					elog(ERROR, "could not update kafka_lake.batches");
-				kl_catalog_end(cs);
-			}
-		}
-		MemoryContextSwitchTo(old);
-	}
-
-	/* what is on disk but not in the catalog */
-	foreach(cell, kl_disk_partitions(src))
-	{
-		int32		p = lfirst_int(cell);
-		char	   *part_dir = kl_partition_dir(src, p);
-		ListCell   *dc;
-		char	   *marker = psprintf("-p%d-", p);
-
-		foreach(dc, kl_list_dir(part_dir, "batch="))
-		{
-			char	   *dir = psprintf("%s/%s", part_dir, (char *) lfirst(dc));
-			bool		found = false;
-			ListCell   *kc;
-
-			CHECK_FOR_INTERRUPTS();
-			foreach(kc, known_dirs)
-			{
-				if (strcmp((char *) lfirst(kc), dir) == 0)
-				{
-					found = true;
-					break;
-				}
-			}
-			if (!found)
-				kl_verify_unknown(rsinfo, src, p, part_dir, (char *) lfirst(dc));
-		}
-		foreach(dc, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
-		{
-			if (strstr((char *) lfirst(dc), marker))
-				kl_emit_verify_row(rsinfo, NULL, src, p, (char *) lfirst(dc), "abandoned_staging",
-								   "an unfinished batch",
-								   psprintf("Run kafka_lake.recover('%s'): it removes the unfinished batches of partitions no session is landing.",
-											src->source));
-		}
-	}
-	return (Datum) 0;
-}
-
-/*
- * kafka_lake_verify
- *		verify(source) as version 1.0 declares it: the problem rows without
- *		their action.
- */
-Datum
-kafka_lake_verify(PG_FUNCTION_ARGS)
-{
-	return kl_verify(fcinfo);
-}
-
-/*
- * kafka_lake_verify_1_1
- *		verify(source) from version 1.1 on: each problem row says what to do
- *		(column action); a NULL source is an error, not "no problem".
- */
-Datum
-kafka_lake_verify_1_1(PG_FUNCTION_ARGS)
-{
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source must not be null"),
-				 errhint("Name a source of kafka_lake.sources.")));
-	return kl_verify(fcinfo);
-}

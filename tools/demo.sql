@@ -1,4 +1,4 @@
--- tools/demo.sql -- the main job: the seed scenario of SPEC section 9, through SQL alone.
+-- tools/demo.sql -- the main job: the seed scenario (README: Getting started), through SQL alone.
 -- Run by tools/demo on a throwaway cluster and the test broker (psql variable :bootstrap).
 \set ON_ERROR_STOP 1
 \set QUIET on

@@ -1,4 +1,4 @@
--- test/pgtap/20_seed.sql: the seed scenario, SPEC section 9 steps 1 to 6, with its exact numbers.
+-- test/pgtap/20_seed.sql: the seed scenario, steps 1 to 6, with its exact numbers.
 -- Needs the broker.
 SELECT plan(22);
 SELECT kl_test.broker('create manufacturing.machine-events.v1 1');

@@ -1,4 +1,4 @@
--- test/pgtap/21_faults.sql: a fault at each step of the landing protocol (SPEC 3.7, I1, I5, I8).
+-- test/pgtap/21_faults.sql: a fault at each step of the landing protocol (I1, I5, I8).
 -- After the next land, the landed coordinates, the accepted set and the committed offsets equal
 -- those of a run without the fault; no staging directory is left; verify reports nothing.
 -- Needs the broker.

@@ -1,6 +1,6 @@
 -- test/pgtap/24_expired.sql: records that expired on the broker before they landed are an ERROR
 -- naming the range, never a silent skip; allow_expired records the range and goes on.
--- The test broker keeps about 5 MiB per partition (see NOTES): uncompressed fills push
+-- The test broker keeps about 5 MiB per partition: uncompressed fills push
 -- older records out.  Needs the broker.
 SELECT plan(9);
 SELECT kl_test.broker('create expire.t 1');

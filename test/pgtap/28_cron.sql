@@ -1,4 +1,4 @@
--- test/pgtap/28_cron.sql: a pg_cron job lands new records without anyone calling land (SPEC 3.6).
+-- test/pgtap/28_cron.sql: a pg_cron job lands new records without anyone calling land.
 -- pg_cron 1.4 schedules by the minute: this test waits up to 100 s.  Needs the broker.
 SELECT plan(4);
 SELECT kl_test.broker('create cron.t 1');

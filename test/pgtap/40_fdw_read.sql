@@ -1,4 +1,4 @@
--- test/pgtap/40_fdw_read.sql: the foreign table reads what landed (issue 4).
+-- test/pgtap/40_fdw_read.sql: the foreign table reads what landed.
 -- Counts per status equal the catalog's; typed user columns read event
 -- fields with their types (fast paths equal the types' input functions);
 -- a value of the wrong type is an error naming column, file and line;

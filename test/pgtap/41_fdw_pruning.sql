@@ -1,6 +1,6 @@
 -- test/pgtap/41_fdw_pruning.sql: clauses on topic, partition, "offset",
 -- status, business_date and batch_id prune batches and files before they
--- are opened, and never change a result (issue 4).  For each, EXPLAIN shows
+-- are opened, and never change a result.  For each, EXPLAIN shows
 -- fewer batches read than exist, and the rows equal those of an unpruned
 -- scan (the same filter over a copy of the whole table).  Row estimates
 -- come from the catalog's counts.  Needs the broker.

@@ -1,5 +1,5 @@
 -- test/pgtap/42_fdw_integrity.sql: the foreign table never reads a lie
--- (issue 4, I5).  A landed file with an appended line, a truncated file, a
+-- (I5).  A landed file with an appended line, a truncated file, a
 -- deleted file and a file with one edited byte are each refused with
 -- SQLSTATE XX001 naming the batch and the file, and kafka_lake.verify()
 -- reports each; intact batches still read.  A line that is not what land()

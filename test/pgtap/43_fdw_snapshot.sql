@@ -1,5 +1,5 @@
 -- test/pgtap/43_fdw_snapshot.sql: a scan returns a consistent set while
--- land() adds batches (issue 4).  The batch list comes from the catalog
+-- land() adds batches.  The batch list comes from the catalog
 -- under the statement's snapshot: a REPEATABLE READ transaction and an open
 -- cursor keep returning the set they started with, a scan running while
 -- another session lands returns the set of its start, and a land that has

@@ -1,5 +1,5 @@
 -- test/pgtap/45_fdw_cancel.sql: statement_timeout and pg_cancel_backend()
--- stop a long scan promptly with SQLSTATE 57014 (issue 4).  The long scan
+-- stop a long scan promptly with SQLSTATE 57014.  The long scan
 -- is the foreign table rescanned many times over (each rescan reads and
 -- checks every file again).  No absolute time is asserted: a cancelled scan
 -- must stop long before the whole scan would end, measured against the same

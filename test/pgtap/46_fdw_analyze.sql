@@ -1,5 +1,5 @@
--- test/pgtap/46_fdw_analyze.sql: ANALYZE on a kafka_lake foreign table
--- (issue 4).  It counts every row and samples them into pg_stats; the
+-- test/pgtap/46_fdw_analyze.sql: ANALYZE on a kafka_lake foreign table.
+-- It counts every row and samples them into pg_stats; the
 -- planner then uses those statistics for clauses that do not prune, while
 -- the row count keeps coming from the catalog.  Needs the broker.
 SET client_min_messages = warning;

@@ -1,10 +1,10 @@
 -- test/pgtap/47_fdw_lines.sql: the line reader takes any valid JSON line,
--- not only the exact layout land() writes (issue 4).  A landed file is
+-- not only the exact layout land() writes.  A landed file is
 -- rewritten with reordered members, odd whitespace, nested objects that
 -- hold the same key names, keys written with escapes, duplicate keys and
 -- escaped strings, and the catalog's checks are updated to match; every
--- column reads what a JSON parser would.  (The fast scan of reader.c must
--- agree with its strict parser.)  A demoted coordinate reads as a
+-- column reads what a JSON parser would.  (The fast path of batch_format.c
+-- must agree with its strict parser.)  A demoted coordinate reads as a
 -- duplicate.  Needs the broker.
 SET client_min_messages = warning;
 SELECT plan(13);

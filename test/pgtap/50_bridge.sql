@@ -1,4 +1,4 @@
--- test/pgtap/50_bridge.sql -- the date bridge on the seed scenario (SPEC 9)
+-- test/pgtap/50_bridge.sql -- the date bridge on the seed scenario
 --
 -- Needs a running test broker: KL_BOOTSTRAP (its bootstrap address),
 -- KL_BROKER (test/broker/kafka_lake_broker) and KL_BROKER_DIR (its --dir).
@@ -6,7 +6,7 @@
 -- transactional): every run uses its own topic and source, named after the
 -- clock, and drops its source at the end.
 --
--- Reproduces SPEC section 9 through SQL alone: 3 valid events, a fourth
+-- Reproduces the seed scenario through SQL alone: 3 valid events, a fourth
 -- landed across an injected fault, a replay, an invalid event, then
 -- bridge('2026-06-29') twice: created / processed / 8 of 8 / silver 4 /
 -- gold 1 (units 100, defects 6) / published, then reused / skipped / the
@@ -140,7 +140,7 @@ SELECT results_eq(
              ('not_null_required_columns', true), ('numeric_range_within_bounds', true),
              ('row_count_source_to_silver', true), ('schema_drift', true),
              ('unique_natural_key', true), ('unit_conservation_silver_to_gold', true)$$,
-    'the 8 quality checks of SPEC 8, all passed');
+    'the 8 quality checks, all passed');
 SELECT results_eq(
     $$SELECT check_name, expected, observed FROM kafka_lake.quality_results
       WHERE run_id = (SELECT run_id FROM first_bridge)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/t/33_disk_full.sh: a full disk (SPEC 10) is an ERROR with SQLSTATE 53100 and a hint, and
+# test/t/33_disk_full.sh: a full disk is an ERROR with SQLSTATE 53100 and a hint, and
 # loses nothing: what landed before stays, nothing is committed past it, and landing goes on once
 # there is room.  The land that fills the disk commits a few windows first (small batches), and
 # its error says exactly how far it committed.  The landing directory of this test's source is a

@@ -1,0 +1,418 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch_read.c
+ *	  Reading a landed batch's files back, checked against the catalog's
+ *	  copy of their manifest before anything of them is used.  Shared by
+ *	  the foreign table (fdw.c), the bridge (bridge_select.c), verify() and
+ *	  recovery (recover.c).
+ *
+ * Checking a batch before it is used: its manifest.json must be the file the
+ * catalog recorded when the batch landed (size and CRC-32C, or the SHA-256
+ * for a batch landed by 1.0: kl_check_manifest), once per batch, before any
+ * of its files.  A batch that disagrees with its manifest is refused whole
+ * (I5), even though the rows come from the data files: a manifest that is
+ * gone or edited means the batch was tampered with, and recover() could no
+ * longer adopt it.
+ *
+ * Checking a file before its rows are used: the file is read whole into
+ * memory (a batch is bounded by kafka_lake.batch_max_bytes), its size, line
+ * count and CRC-32C are compared with the catalog's copy of the manifest,
+ * and only then are lines handed out (to kl_line_parse, batch_format.c).  A
+ * missing, truncated, extended or edited file is an ERROR with SQLSTATE
+ * XX001 that names the batch and the file; nothing of it is returned.  So
+ * is anything in its place that is not a regular file: files are opened by
+ * kl_open_landed (landing_files.c), which never follows a symbolic link and
+ * never blocks in open(2).  (SHA-256, ten times slower, is verify()'s job,
+ * kl_check_batch_files; see digest.c.)  A caller that reads many files
+ * passes a buffer of its own (kl_reader_open_buffer), which is reused from
+ * file to file instead of being allocated, faulted in and freed for each.
+ *
+ * IDENTIFICATION
+ *	  src/batch_read.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/memutils.h"
+
+#include "batch_format.h"
+#include "batch_read.h"
+#include "catalog.h"
+#include "digest.h"
+#include "landing_files.h"
+
+#define KL_READ_CHUNK	(16 * 1024 * 1024)
+#define KL_MANIFEST_CHUNK	(256 * 1024)
+
+/*
+ * kl_file_error_callback
+ *		Error context: which batch, file and line.
+ */
+static void
+kl_file_error_callback(void *arg)
+{
+	KlFileReader *r = (KlFileReader *) arg;
+
+	if (r->lineno > 0)
+		errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld",
+				   r->source, r->batch->batch_id, kl_file_names[r->file], (long long) r->lineno);
+	else
+		errcontext("kafka_lake source \"%s\", batch %s, file %s",
+				   r->source, r->batch->batch_id, kl_file_names[r->file]);
+}
+
+/*
+ * kl_corrupt_hint
+ *		The hint of every integrity error: what to do about a bad batch.
+ */
+static int
+kl_corrupt_hint(const char *source)
+{
+	return errhint("Landed files never change. Run kafka_lake.verify('%s'): it lists every damaged batch with what to do (restore it from a backup, or move it out of the landing directory, run kafka_lake.recover('%s') and land its offsets again with kafka_lake.replay()).",
+				   source, source);
+}
+
+/*
+ * kl_reader_open_buffer
+ *		Read one file of a batch into *buffer (grown as needed, in the
+ *		current memory context, and kept by the caller for the next file)
+ *		and check it against the catalog's copy of its manifest before
+ *		anything of it is used.
+ */
+void
+kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+					  char **buffer, size_t *buffer_size)
+{
+	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *path = psprintf("%s/batch=%s/%s", dir, b->batch_id, kl_file_names[file]);
+	const KlFileInfo *expect = &b->files[file];
+	int			fd;
+	const char *not_regular;
+	struct stat st;
+	size_t		done = 0;
+	int64		lines = 0;
+	uint32		crc;
+
+	pfree(dir);
+	memset(r, 0, sizeof(*r));
+	r->source = src->source;
+	r->batch = b;
+	r->file = file;
+	r->path = path;
+
+	fd = kl_open_landed(path, &not_regular);
+	if (fd < 0 && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" is not a regular file",
+						kl_file_names[file], b->batch_id, src->source),
+				 errdetail("\"%s\" is %s.", path, not_regular),
+				 kl_corrupt_hint(src->source)));
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" is missing",
+						kl_file_names[file], b->batch_id, src->source),
+				 errdetail("Could not open \"%s\": %m.", path),
+				 kl_corrupt_hint(src->source)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path),
+				 errhint("Check the permissions of kafka_lake.landing_dir.")));
+	if (st.st_size != expect->bytes)
+	{
+		CloseTransientFile(fd);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" has %lld bytes, its manifest says %lld",
+						kl_file_names[file], b->batch_id, src->source,
+						(long long) st.st_size, (long long) expect->bytes),
+				 errdetail("The file was %s after it was landed.",
+						   st.st_size < expect->bytes ? "truncated" : "extended"),
+				 kl_corrupt_hint(src->source)));
+	}
+
+	if (*buffer == NULL || *buffer_size < (size_t) expect->bytes + 1)
+	{
+		if (*buffer)
+			pfree(*buffer);
+		*buffer = NULL;
+		*buffer_size = Max((size_t) expect->bytes + 1, 64 * 1024);
+		*buffer = MemoryContextAllocHuge(CurrentMemoryContext, *buffer_size);
+	}
+	r->data = *buffer;
+	r->own_data = false;
+	while (done < (size_t) expect->bytes)
+	{
+		ssize_t		n = read(fd, r->data + done, Min(expect->bytes - done, KL_READ_CHUNK));
+
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", path),
+					 errhint("Check the file system of kafka_lake.landing_dir.")));
+		if (n == 0)
+			break;
+		done += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	CloseTransientFile(fd);
+	r->len = done;
+	r->data[done] = '\0';
+
+	for (const char *p = r->data; (p = memchr(p, '\n', r->data + r->len - p)) != NULL; p++)
+		lines++;
+	crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, r->data, r->len));
+	if (done != (size_t) expect->bytes || lines != expect->lines || crc != expect->crc32c ||
+		(r->len > 0 && r->data[r->len - 1] != '\n'))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" does not match its manifest",
+						kl_file_names[file], b->batch_id, src->source),
+				 done != (size_t) expect->bytes ?
+				 errdetail("Only %zu of its %lld bytes could be read.",
+						   done, (long long) expect->bytes) :
+				 lines != expect->lines ?
+				 errdetail("It has %lld lines, its manifest says %lld.",
+						   (long long) lines, (long long) expect->lines) :
+				 errdetail("Its CRC-32C differs from its manifest's: its bytes were edited."),
+				 kl_corrupt_hint(src->source)));
+
+	r->pos = r->data;
+	r->errcallback.callback = kl_file_error_callback;
+	r->errcallback.arg = r;
+}
+
+/*
+ * kl_check_manifest
+ *		A batch agrees with its manifest, or ERROR (XX001): manifest.json is
+ *		there, a regular file, and it is the file the catalog recorded when
+ *		the batch landed: its size and CRC-32C (what the data files are
+ *		checked by, too), or its SHA-256 for a batch recorded without them
+ *		(landed by kafka_lake 1.0).  The foreign table and the bridge call it
+ *		once per batch before they use any of its files.  The manifest is
+ *		read in chunks, never held whole.
+ */
+void
+kl_check_manifest(KlSource *src, const KlBatch *b)
+{
+	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *path = psprintf("%s/batch=%s/manifest.json", dir, b->batch_id);
+	const char *not_regular;
+	int			fd = kl_open_landed(path, &not_regular);
+	struct stat st;
+	bool		by_crc = (b->manifest_bytes >= 0);
+	KlSha256   *sha = by_crc ? NULL : kl_sha256_create();
+	uint32		crc = KL_CRC32C_INIT;
+	char	   *buf;
+	int64		done = 0;
+	bool		same;
+
+	pfree(dir);
+	if (fd < 0 && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" is not a regular file",
+						b->batch_id, src->source),
+				 errdetail("\"%s\" is %s.", path, not_regular),
+				 kl_corrupt_hint(src->source)));
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" is missing",
+						b->batch_id, src->source),
+				 errdetail("Could not open \"%s\": %m.", path),
+				 kl_corrupt_hint(src->source)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path),
+				 errhint("Check the permissions of kafka_lake.landing_dir.")));
+	if (by_crc && st.st_size != b->manifest_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
+						b->batch_id, src->source),
+				 errdetail("It has %lld bytes; the catalog recorded %lld when the batch landed.",
+						   (long long) st.st_size, (long long) b->manifest_bytes),
+				 kl_corrupt_hint(src->source)));
+
+	buf = palloc(KL_MANIFEST_CHUNK);
+	for (;;)
+	{
+		ssize_t		n = read(fd, buf, KL_MANIFEST_CHUNK);
+
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", path),
+					 errhint("Check the file system of kafka_lake.landing_dir.")));
+		if (n == 0)
+			break;
+		if (by_crc)
+			crc = kl_crc32c(crc, buf, n);
+		else
+			kl_sha256_update(sha, buf, n);
+		done += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	CloseTransientFile(fd);
+	pfree(buf);
+	if (by_crc)
+		same = (done == b->manifest_bytes && kl_crc32c_final(crc) == b->manifest_crc32c);
+	else
+	{
+		uint8		digest[KL_SHA256_LEN];
+		char		hex[KL_SHA256_HEX_LEN + 1];
+
+		kl_sha256_final(sha, digest);
+		kl_hex(digest, KL_SHA256_LEN, hex);
+		same = (strcmp(hex, b->manifest_sha256) == 0);
+	}
+	if (!same)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
+						b->batch_id, src->source),
+				 errdetail(by_crc ?
+						   "Its CRC-32C differs from the one the catalog recorded when the batch landed: it was edited." :
+						   "Its SHA-256 differs from the one the catalog recorded when the batch landed: it was edited."),
+				 kl_corrupt_hint(src->source)));
+	pfree(path);
+}
+
+/*
+ * kl_reader_open
+ *		Read one file of a batch into memory of its own and check it
+ *		against the catalog's copy of its manifest before anything of it is
+ *		used.
+ */
+void
+kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file)
+{
+	char	   *buffer = NULL;
+	size_t		size = 0;
+
+	kl_reader_open_buffer(r, src, b, file, &buffer, &size);
+	r->own_data = true;
+}
+
+/*
+ * kl_reader_next
+ *		The next line (without its LF); false at the end of the file.
+ */
+bool
+kl_reader_next(KlFileReader *r, const char **line, size_t *len)
+{
+	const char *end = r->data + r->len;
+	const char *nl;
+
+	if (r->pos >= end)
+		return false;
+	nl = memchr(r->pos, '\n', end - r->pos);
+	*line = r->pos;
+	*len = nl - r->pos;
+	r->pos = nl + 1;
+	r->lineno++;
+	return true;
+}
+
+/*
+ * kl_reader_close
+ *		Release the file's memory (unless it is the caller's buffer).
+ */
+void
+kl_reader_close(KlFileReader *r)
+{
+	if (r->data && r->own_data)
+		pfree(r->data);
+	r->data = NULL;
+	if (r->path)
+		pfree(r->path);
+	r->path = NULL;
+}
+
+/*
+ * kl_check_batch_files
+ *		Compare a batch's files with the checks in *b: always presence and
+ *		size; with full, also the line count, CRC-32C and SHA-256.  Returns
+ *		NULL when all is well, else the problem (and the file's index).
+ */
+char *
+kl_check_batch_files(const char *batch_dir, const KlBatch *b, bool full, int *bad_file)
+{
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		char	   *path = psprintf("%s/%s", batch_dir, kl_file_names[i]);
+		struct stat st;
+
+		*bad_file = i;
+		if (lstat(path, &st) != 0)
+			return psprintf("missing_file: %s: %m", kl_file_names[i]);
+		if (!S_ISREG(st.st_mode))
+			return psprintf("missing_file: %s is not a regular file (it is %s)",
+							kl_file_names[i], kl_file_kind(st.st_mode));
+		if (st.st_size != b->files[i].bytes)
+			return psprintf("size_mismatch: %s has %lld bytes, its manifest says %lld",
+							kl_file_names[i], (long long) st.st_size,
+							(long long) b->files[i].bytes);
+		if (full)
+		{
+			size_t		len;
+			const char *not_regular;
+			char	   *data = kl_read_whole_file(path, &len, &not_regular);
+			uint8		digest[KL_SHA256_LEN];
+			char		hex[KL_SHA256_HEX_LEN + 1];
+			int64		lines = 0;
+
+			if (data == NULL)
+				return psprintf("missing_file: %s %s", kl_file_names[i],
+								kl_landed_open_problem(not_regular));
+			for (const char *p = data; (p = memchr(p, '\n', data + len - p)) != NULL; p++)
+				lines++;
+			if (lines != b->files[i].lines)
+				return psprintf("line_count_mismatch: %s has %lld lines, its manifest says %lld",
+								kl_file_names[i], (long long) lines, (long long) b->files[i].lines);
+			if (kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len)) != b->files[i].crc32c)
+				return psprintf("checksum_mismatch: %s has a different CRC-32C than its manifest",
+								kl_file_names[i]);
+			kl_sha256(data, len, digest);
+			kl_hex(digest, KL_SHA256_LEN, hex);
+			if (strcmp(hex, b->files[i].sha256) != 0)
+				return psprintf("checksum_mismatch: %s has SHA-256 %s, its manifest says %s",
+								kl_file_names[i], hex, b->files[i].sha256);
+			pfree(data);
+		}
+	}
+	*bad_file = -1;
+	return NULL;
+}
+
+/*
+ * kl_read_manifest
+ *		Read a batch's manifest.json into *b and its entries into *recs
+ *		(kl_manifest_parse); ERROR (XX001) when it cannot be read.
+ */
+void
+kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
+{
+	char	   *path = psprintf("%s/manifest.json", batch_dir);
+	size_t		len;
+	const char *not_regular;
+	char	   *text = kl_read_whole_file(path, &len, &not_regular);
+
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" %s", path, kl_landed_open_problem(not_regular))));
+	kl_manifest_parse(path, text, len, b, recs, n);
+	pfree(text);
+}

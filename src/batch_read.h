@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch_read.h
+ *	  A landed batch's files read back, checked (batch_read.c).
+ *
+ * IDENTIFICATION
+ *	  src/batch_read.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_LAKE_BATCH_READ_H
+#define KAFKA_LAKE_BATCH_READ_H
+
+#include "batch_format.h"
+#include "catalog.h"
+
+/* One file of a batch, read and checked */
+typedef struct KlFileReader
+{
+	const char *source;
+	const KlBatch *batch;
+	int			file;			/* KL_FILE_* */
+	char	   *path;
+	char	   *data;			/* the whole file */
+	size_t		len;
+	const char *pos;			/* next line */
+	int64		lineno;			/* of the last line returned */
+	ErrorContextCallback errcallback;
+	bool		own_data;		/* data is freed by kl_reader_close */
+} KlFileReader;
+
+extern void kl_check_manifest(KlSource *src, const KlBatch *b);
+extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file);
+extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+								  char **buffer, size_t *buffer_size);
+extern bool kl_reader_next(KlFileReader *r, const char **line, size_t *len);
+extern void kl_reader_close(KlFileReader *r);
+extern char *kl_check_batch_files(const char *batch_dir, const KlBatch *b,
+								  bool full, int *bad_file);
+extern void kl_read_manifest(const char *batch_dir, KlBatch *b,
+							 KlRecord **recs, int *n);
+
+#endif							/* KAFKA_LAKE_BATCH_READ_H */

@@ -1,0 +1,377 @@
+/*-------------------------------------------------------------------------
+ *
+ * bridge_select.c
+ *	  Step 3 of the bridge, pass 1: the batches of the date, every accepted
+ *	  event of the date in (partition, offset) order, each one canonical CSV
+ *	  line streamed to the adapter's temporary file and through SHA-256
+ *	  (source_hash), and the numbers of the source-side checks.
+ *
+ * The batches are those of the catalog under a snapshot taken after the
+ * lock and after recovery (so that a bridge that waited for another sees
+ * what that one saw, and adopted batches count).  Each batch's manifest and
+ * accepted.jsonl are checked against the catalog's copy of the manifest
+ * before its first line is used (batch_read.c: manifest size and CRC-32C;
+ * file size, lines, CRC-32C; a mismatch is XX001), and the lines are read
+ * by the fast path of batch_format.c, which takes every line land() writes
+ * (a DEBUG1 line counts the lines it did not take).  Kept: the lines whose
+ * event has the date, except coordinates that recover() demoted.  No event
+ * is ERROR P0002, and nothing was written (the temporary file is created at
+ * the first selected event).
+ *
+ * The natural keys.  A set of (work_order_id, machine_id, event_time as an
+ * instant) (keyset.c, through its prefetch pipeline) marks the first event
+ * of each key in a bitmap, one bit per selected event: pass 2 loads only
+ * those into silver, and their count is what row_count_source_to_silver
+ * expects.  freshness_business_date counts here the events whose event_time
+ * is not written within one day of the date.
+ *
+ * IDENTIFICATION
+ *	  src/bridge_select.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "batch_format.h"
+#include "batch_read.h"
+#include "bridge.h"
+#include "catalog.h"
+#include "contract.h"
+#include "csv.h"
+#include "digest.h"
+#include "json.h"
+#include "keyset.h"
+
+/*
+ * kl_bridge_scan
+ *		The batches that may hold accepted events of the date, under a
+ *		snapshot taken now: after the lock, so that a bridge that waited for
+ *		another sees what that one saw, and after recovery, so that adopted
+ *		batches count.
+ */
+List *
+kl_bridge_scan(KlBridge *b)
+{
+	KlBounds	bounds;
+	List	   *batches;
+
+	kl_bounds_init(&bounds);
+	bounds.date_lo = bounds.date_hi = b->date;
+	bounds.files[KL_FILE_DUPLICATES] = false;
+	bounds.files[KL_FILE_QUARANTINE] = false;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	batches = kl_catalog_scan_batches(b->src, &bounds, KL_BATCH_WANT_FINGERPRINTS,
+									  &b->total_batches);
+	PopActiveSnapshot();
+	return batches;
+}
+
+/*
+ * kl_bad_line
+ *		An accepted line without the members every accepted line has.
+ */
+static void
+kl_bad_line(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("accepted line is malformed: %s", what),
+			 errhint("Run kafka_lake.verify() on the source to list every problem.")));
+}
+
+/*
+ * kl_json_text
+ *		The content of a string member: the raw bytes when it has no
+ *		escapes, else decoded into scratch.
+ */
+static inline void
+kl_json_text(const KlJsonValue *v, StringInfo scratch, const char **s, size_t *len,
+			 const char *name)
+{
+	if (v->type != KL_JSON_STRING)
+		kl_bad_line(psprintf("event field \"%s\" is not a string", name));
+	if (!v->has_escapes)
+	{
+		*s = v->start + 1;
+		*len = v->len - 2;
+		return;
+	}
+	resetStringInfo(scratch);
+	kl_json_decode_string(v, scratch);
+	*s = scratch->data;
+	*len = scratch->len;
+}
+
+/*
+ * kl_json_int
+ *		The value of an integer member.
+ */
+static inline int64
+kl_json_int(const KlJsonValue *v, const char *name)
+{
+	int64		result;
+
+	if (v->type != KL_JSON_NUMBER || !v->is_integer ||
+		!kl_json_parse_int64(v->start, v->len, &result))
+		kl_bad_line(psprintf("event field \"%s\" is not an integer", name));
+	return result;
+}
+
+/*
+ * kl_natural_key
+ *		The natural key (work_order_id, machine_id, event_time as an instant)
+ *		as bytes.
+ */
+static void
+kl_natural_key(StringInfo key, const char *wo, size_t wo_len,
+			   const char *machine, size_t machine_len, TimestampTz event_time)
+{
+	resetStringInfo(key);
+	kl_keyset_append_part(key, wo, wo_len);
+	kl_keyset_append_part(key, machine, machine_len);
+	appendBinaryStringInfo(key, (const char *) &event_time, sizeof(event_time));
+}
+
+/*
+ * kl_mark_first_seen
+ *		Selected event number event is the first of its natural key.
+ */
+static void
+kl_mark_first_seen(void *arg, int64 event)
+{
+	KlBridge   *b = (KlBridge *) arg;
+
+	b->first_seen[event / 8] |= (uint8) (1 << (event % 8));
+}
+
+/*
+ * kl_bridge_select
+ *		Pass 1.  Every accepted event of the date, in (partition, offset)
+ *		order, becomes one canonical CSV line, written to a temporary file
+ *		and hashed on the way; the source-side check numbers are counted at
+ *		the same time.  ERROR P0002 when there is no event.
+ */
+void
+kl_bridge_select(KlBridge *b, List *batches)
+{
+	MemoryContext batch_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge batch",
+													ALLOCSET_DEFAULT_SIZES);
+	MemoryContext keys_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge keys",
+												   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(b->cxt);
+	const char *field_names[KL_NEVENT_FIELDS];
+	StringInfoData scratch[KL_NEVENT_FIELDS + 1];
+	StringInfoData out;
+	StringInfoData key;
+	KlLine		line;
+	KlSha256   *sha = kl_sha256_create();
+	KlKeySet	keys;
+	KlCsvValue	values[KL_CSV_NCOLUMNS];
+	char		date_json[13];
+	char		fingerprint[KL_SHA256_HEX_LEN + 1];
+	int64		capacity = 0;
+	int64		lines_read = 0;
+	uint8		digest[KL_SHA256_LEN];
+	ListCell   *cell;
+
+	for (int i = 0; i < KL_NEVENT_FIELDS; i++)
+		field_names[i] = kl_csv_columns[i];
+	memset(&line, 0, sizeof(line));
+	kl_line_set_fields(&line, KL_NEVENT_FIELDS, field_names);
+	for (int i = 0; i <= KL_NEVENT_FIELDS; i++)
+		initStringInfo(&scratch[i]);
+	initStringInfo(&out);
+	enlargeStringInfo(&out, KL_BRIDGE_WRITE_CHUNK + 64 * 1024);
+	initStringInfo(&key);
+	snprintf(date_json, sizeof(date_json), "\"%s\"", b->date_text);
+	foreach(cell, batches)
+		capacity += ((KlBatch *) lfirst(cell))->counts[KL_FILE_ACCEPTED];
+	kl_keyset_create(&keys, keys_cxt, capacity);
+
+	memset(values, 0, sizeof(values));
+	values[KL_CSV_KAFKA_TOPIC].str = b->src->topic;
+	values[KL_CSV_KAFKA_TOPIC].len = strlen(b->src->topic);
+	values[KL_CSV_KAFKA_RECORD_FINGERPRINT].str = fingerprint;
+	values[KL_CSV_KAFKA_RECORD_FINGERPRINT].len = KL_SHA256_HEX_LEN;
+	for (int i = KL_CSV_UNITS_PRODUCED; i <= KL_CSV_CYCLE_TIME_MS; i++)
+		values[i].is_int = true;
+	values[KL_CSV_SCHEMA_VERSION].is_int = true;
+	values[KL_CSV_KAFKA_PARTITION].is_int = true;
+	values[KL_CSV_KAFKA_OFFSET].is_int = true;
+
+	foreach(cell, batches)
+	{
+		KlBatch *batch = lfirst(cell);
+		KlUsedBatch *used = NULL;
+		KlFileReader reader;
+		const char *text;
+		size_t		len;
+
+		MemoryContextSwitchTo(batch_cxt);
+		kl_check_manifest(b->src, batch);
+		kl_reader_open(&reader, b->src, batch, KL_FILE_ACCEPTED);
+		reader.errcallback.previous = error_context_stack;
+		error_context_stack = &reader.errcallback;
+
+		while (kl_reader_next(&reader, &text, &len))
+		{
+			const KlJsonValue *f = line.fields;
+			TimestampTz instant;
+			DateADT		written_day;
+			int			idx;
+
+			if ((reader.lineno & 1023) == 0)
+				CHECK_FOR_INTERRUPTS();
+			kl_line_parse(&line, text, len, KL_WANT_KAFKA);
+
+			/* only events of the date, and not demoted coordinates */
+			if (f[KL_CSV_BUSINESS_DATE].type != KL_JSON_STRING)
+				kl_bad_line("event field \"business_date\" is not a string");
+			if (!f[KL_CSV_BUSINESS_DATE].has_escapes)
+			{
+				if (f[KL_CSV_BUSINESS_DATE].len != 12 ||
+					memcmp(f[KL_CSV_BUSINESS_DATE].start, date_json, 12) != 0)
+					continue;
+			}
+			else
+			{
+				resetStringInfo(&scratch[KL_CSV_BUSINESS_DATE]);
+				kl_json_decode_string(&f[KL_CSV_BUSINESS_DATE], &scratch[KL_CSV_BUSINESS_DATE]);
+				if (strcmp(scratch[KL_CSV_BUSINESS_DATE].data, b->date_text) != 0)
+					continue;
+			}
+			idx = kl_batch_coordinate_index(batch, line.offset);
+			if (idx < 0 || batch->fingerprints == NULL || idx >= batch->nfingerprints)
+				kl_bad_line(psprintf("offset %lld is not a coordinate of its batch",
+									 (long long) line.offset));
+			if (batch->demoted_statuses && batch->demoted_statuses[idx] == KL_STATUS_DEMOTED)
+				continue;
+
+			/* the CSV line */
+			for (int i = 0; i < KL_NEVENT_FIELDS; i++)
+			{
+				if (values[i].is_int)
+					values[i].ival = kl_json_int(&f[i], kl_csv_columns[i]);
+				else
+					kl_json_text(&f[i], &scratch[i], &values[i].str, &values[i].len,
+								 kl_csv_columns[i]);
+			}
+			values[KL_CSV_KAFKA_PARTITION].ival = batch->partition;
+			values[KL_CSV_KAFKA_OFFSET].ival = line.offset;
+			values[KL_CSV_KAFKA_KEY].is_null = false;
+			if (line.key.type == KL_JSON_STRING)
+				kl_json_text(&line.key, &scratch[KL_NEVENT_FIELDS],
+							 &values[KL_CSV_KAFKA_KEY].str, &values[KL_CSV_KAFKA_KEY].len, "key");
+			else if (line.key_base64.type == KL_JSON_STRING)
+				kl_json_text(&line.key_base64, &scratch[KL_NEVENT_FIELDS],
+							 &values[KL_CSV_KAFKA_KEY].str, &values[KL_CSV_KAFKA_KEY].len,
+							 "key_base64");
+			else
+				values[KL_CSV_KAFKA_KEY].is_null = true;
+			values[KL_CSV_KAFKA_TIMESTAMP_MS].is_int = (line.timestamp_ms >= 0);
+			values[KL_CSV_KAFKA_TIMESTAMP_MS].is_null = (line.timestamp_ms < 0);
+			values[KL_CSV_KAFKA_TIMESTAMP_MS].ival = line.timestamp_ms;
+			kl_hex(batch->fingerprints + (Size) idx * KL_SHA256_LEN, KL_SHA256_LEN, fingerprint);
+
+			if (b->tmp_path == NULL)
+			{
+				kl_bridge_open_csv(b);
+				appendStringInfoString(&out, kl_csv_header);
+			}
+			kl_csv_append_row(&out, values);
+			if (out.len >= KL_BRIDGE_WRITE_CHUNK)
+				kl_bridge_write(b, sha, &out);
+
+			/* source-side check numbers: natural keys, freshness */
+			if (kl_parse_iso_timestamp(values[KL_CSV_EVENT_TIME].str,
+									   (int) values[KL_CSV_EVENT_TIME].len, true,
+									   &instant, &written_day) != KL_ISO_VALID)
+				kl_bad_line("event_time is not an ISO-8601 timestamp with a time zone");
+			kl_natural_key(&key, values[KL_CSV_WORK_ORDER_ID].str, values[KL_CSV_WORK_ORDER_ID].len,
+						   values[KL_CSV_MACHINE_ID].str, values[KL_CSV_MACHINE_ID].len, instant);
+			if (b->selected / 8 >= b->first_seen_cap)
+			{
+				int64		cap = Max(b->first_seen_cap * 2, 8192);
+
+				b->first_seen = b->first_seen ?
+					repalloc_huge(b->first_seen, cap) :
+					MemoryContextAllocHuge(b->cxt, cap);
+				memset(b->first_seen + b->first_seen_cap, 0, cap - b->first_seen_cap);
+				b->first_seen_cap = cap;
+			}
+			kl_keyset_push(&keys, key.data, key.len, b->selected, kl_mark_first_seen, b);
+			if (written_day < b->date - 1 || written_day > b->date + 1)
+			{
+				if (b->stale_events++ == 0)
+					b->stale_example =
+						MemoryContextStrdup(b->cxt,
+											psprintf("event %.*s at partition %d offset %lld has event_time %.*s",
+													 (int) Min(values[KL_CSV_EVENT_ID].len, 200),
+													 values[KL_CSV_EVENT_ID].str,
+													 batch->partition, (long long) line.offset,
+													 (int) Min(values[KL_CSV_EVENT_TIME].len, 64),
+													 values[KL_CSV_EVENT_TIME].str));
+			}
+
+			/* provenance */
+			if (used == NULL)
+			{
+				MemoryContextSwitchTo(b->cxt);
+				used = palloc0(sizeof(KlUsedBatch));
+				strlcpy(used->batch_id, batch->batch_id, sizeof(used->batch_id));
+				used->partition = batch->partition;
+				used->first_offset = line.offset;
+				b->used_batches = lappend(b->used_batches, used);
+				MemoryContextSwitchTo(batch_cxt);
+			}
+			used->last_offset = line.offset;
+			used->events++;
+			if (b->selected == 0)
+			{
+				b->first_partition = batch->partition;
+				b->first_offset = line.offset;
+			}
+			b->last_partition = batch->partition;
+			b->last_offset = line.offset;
+			b->selected++;
+		}
+
+		error_context_stack = reader.errcallback.previous;
+		lines_read += reader.lineno;
+		kl_reader_close(&reader);
+		MemoryContextSwitchTo(b->cxt);
+		MemoryContextReset(batch_cxt);
+	}
+	kl_keyset_drain(&keys, kl_mark_first_seen, b);
+	b->distinct_keys = keys.count;
+	MemoryContextDelete(keys_cxt);
+	ereport(DEBUG1,
+			(errmsg_internal("kafka_lake bridge of \"%s\" %s: %lld accepted lines read, %lld of them parsed strictly",
+							 b->src->source, b->date_text, (long long) lines_read,
+							 (long long) line.parsed_strictly)));
+
+	if (b->selected == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("source \"%s\" has no accepted event with business_date %s",
+						b->src->source, b->date_text),
+				 errdetail("The source has %lld landed batches; none holds an accepted event of that date.",
+						   (long long) b->total_batches),
+				 errhint("Land the topic first with kafka_lake.land('%s'), or check the date: the foreign table kafka_lake.%s_records shows the business_date of every landed record.",
+						 b->src->source, b->src->source)));
+
+	/* finish the file: the last bytes, the digest, fsync */
+	kl_bridge_write(b, sha, &out);
+	kl_sha256_final(sha, digest);
+	kl_hex(digest, KL_SHA256_LEN, b->source_hash);
+	kl_bridge_close_csv(b);
+	MemoryContextSwitchTo(old);
+}

@@ -1,0 +1,791 @@
+/*-------------------------------------------------------------------------
+ *
+ * landing_files.c
+ *	  The landing directory on disk: where things go, the source directory
+ *	  and its marker, writing a batch (steps 3 and 4 of the landing
+ *	  protocol: write, fsync, rename, fsync), and opening what lies there
+ *	  without ever following a link or blocking.
+ *
+ * Layout:
+ *
+ *	<landing_dir>/<source>/.kafka_lake_source
+ *	<landing_dir>/<source>/topic=<topic>/partition=<p>/batch=<id>/
+ *		accepted.jsonl  duplicates.jsonl  quarantine.jsonl  manifest.json
+ *	<landing_dir>/<source>/.staging/batch=<id>-p<p>-<random>/
+ *
+ * (what a batch holds, and its id, is batch_format.c's).
+ *
+ * A batch becomes visible in one step.  Its files are written into a fresh
+ * staging directory, each file and then the directory are fsynced, the
+ * directory is renamed to its final name, and the parent is fsynced.  Until
+ * the rename nothing under topic=... changes; after the parent's fsync the
+ * batch survives a crash.  Only then does the caller record it in the catalog
+ * and commit the offset (see land.c).  A staging directory left by a crash
+ * belongs to a partition (the p<p> in its name) and is removed by the next
+ * caller that owns that partition (recover.c).
+ *
+ * Files are opened with OpenTransientFile so that an ERROR closes them.
+ * Each file is hashed (SHA-256 and CRC-32C) and its lines counted while it
+ * is written, so the manifest costs no second read.
+ *
+ * The source directory and its marker.  The landing directory belongs to the
+ * cluster while sources belong to a database, so every source directory
+ * carries a marker file, .kafka_lake_source, naming the database and the
+ * source.  A source never claims a directory that holds anything but its
+ * own files, and only a directory carrying this database's marker of the
+ * source it is named after is ever removed (kl_remove_tree: drop_source
+ * with drop_landing, the removal of abandoned staging directories) or
+ * cleaned.
+ *
+ * Opening what lies in the landing.  Nothing in the landing that is not a
+ * regular file is ever opened, and open(2) never blocks (kl_open_landed): a
+ * FIFO planted where a landed file belongs would otherwise hang the backend
+ * in a sleep that PostgreSQL's signals do not interrupt.
+ *
+ * IDENTIFICATION
+ *	  src/landing_files.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/file_perm.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "batch_format.h"
+#include "catalog.h"
+#include "digest.h"
+#include "json.h"
+#include "kafka_lake.h"
+#include "landing_files.h"
+
+#define KL_WRITE_CHUNK	(1024 * 1024)
+#define KL_SOURCE_MARKER_LINE	"database %u source %s\n"	/* the marker's content */
+
+/* One file being written */
+typedef struct KlOutFile
+{
+	char	   *path;
+	int			fd;
+	StringInfo	buf;			/* pending bytes (a reused buffer) */
+	KlSha256   *sha;
+	uint32		crc;
+	KlFileInfo	info;
+} KlOutFile;
+
+/* ----------------------------------------------------------------
+ *		Where things go
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_landing_root
+ *		The absolute landing directory.
+ */
+char *
+kl_landing_root(void)
+{
+	const char *dir = (kl_landing_dir && kl_landing_dir[0]) ? kl_landing_dir : "kafka_lake";
+
+	if (is_absolute_path(dir))
+		return pstrdup(dir);
+	return psprintf("%s/%s", DataDir, dir);
+}
+
+/*
+ * kl_partition_dir
+ *		The directory of one partition of a source's topic.
+ */
+char *
+kl_partition_dir(KlSource *src, int32 partition)
+{
+	return psprintf("%s/topic=%s/partition=%d", src->dir, src->topic, partition);
+}
+
+/*
+ * kl_make_dirs
+ *		mkdir -p, fsyncing each parent whose entries changed.
+ */
+void
+kl_make_dirs(const char *path)
+{
+	char	   *copy = pstrdup(path);
+
+	for (char *p = copy + 1;; p++)
+	{
+		if (*p == '/' || *p == '\0')
+		{
+			char		saved = *p;
+
+			*p = '\0';
+			if (mkdir(copy, pg_dir_create_mode) == 0)
+			{
+				char	   *parent = pstrdup(copy);
+
+				get_parent_directory(parent);
+				fsync_fname(parent, true);
+			}
+			else if (errno != EEXIST)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not create directory \"%s\": %m", copy),
+						 errhint("Check kafka_lake.landing_dir and the free space of its file system.")));
+			*p = saved;
+			if (saved == '\0')
+				break;
+		}
+	}
+	pfree(copy);
+}
+
+/* ----------------------------------------------------------------
+ *		The source directory and its marker
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_source_marker_line
+ *		What the marker file of this database's source of that name says.
+ */
+static char *
+kl_source_marker_line(const char *source)
+{
+	return psprintf(KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
+}
+
+/*
+ * kl_source_dir_is_ours
+ *		Does a directory carry the marker of this database's source of the
+ *		directory's own name?  Only such a directory is ever removed
+ *		(drop_source) or cleaned (recover).  Plain system calls and a buffer
+ *		on the stack, and never an ERROR: it also runs while a transaction
+ *		commits.
+ */
+bool
+kl_source_dir_is_ours(const char *dir)
+{
+	const char *source = last_dir_separator(dir);
+	char		path[MAXPGPATH];
+	char		expected[NAMEDATALEN + 64];
+	char		found[NAMEDATALEN + 64];
+	struct stat st;
+	int			fd;
+	ssize_t		n;
+
+	source = source ? source + 1 : dir;
+	if (strlen(source) >= NAMEDATALEN)
+		return false;
+	snprintf(path, sizeof(path), "%s/" KL_SOURCE_MARKER, dir);
+	snprintf(expected, sizeof(expected), KL_SOURCE_MARKER_LINE, MyDatabaseId, source);
+	/* a regular file only: a FIFO put there must not block the backend */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY, 0);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		close(fd);
+		return false;
+	}
+	n = read(fd, found, sizeof(found) - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	found[n] = '\0';
+	return strcmp(found, expected) == 0;
+}
+
+/*
+ * kl_dir_is_empty
+ *		Does a directory hold nothing?
+ */
+static bool
+kl_dir_is_empty(const char *dir)
+{
+	DIR		   *d = AllocateDir(dir);
+	struct dirent *de;
+	bool		empty = true;
+
+	while ((de = ReadDir(d, dir)) != NULL)
+	{
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		{
+			empty = false;
+			break;
+		}
+	}
+	FreeDir(d);
+	return empty;
+}
+
+/*
+ * kl_claim_source_dir
+ *		Make the source's directory and mark it as this database's.  The
+ *		landing directory belongs to the cluster while sources belong to a
+ *		database: a directory left by a source of the same name in another
+ *		database must not be adopted here.  One left by this database (a
+ *		source dropped with drop_landing => false) is adopted on purpose.  An
+ *		existing directory without a marker is claimed only when it is empty:
+ *		a source never takes over a directory that holds anything else (it
+ *		would remove it with drop_landing => true).
+ */
+void
+kl_claim_source_dir(const char *dir, const char *source)
+{
+	char	   *marker = psprintf("%s/" KL_SOURCE_MARKER, dir);
+	char	   *expected = kl_source_marker_line(source);
+	size_t		len;
+	char	   *found;
+	const char *not_regular;
+
+	kl_make_dirs(dir);
+	found = kl_read_whole_file(marker, &len, &not_regular);
+	if (found == NULL && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("source marker \"%s\" is not a regular file", marker),
+				 errdetail("It is %s; kafka_lake writes this file itself.", not_regular),
+				 errhint("Remove \"%s\"; create_source() then writes it again.", marker)));
+	if (found != NULL)
+	{
+		if (strcmp(found, expected) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("landing directory \"%s\" belongs to another database", dir),
+					 errdetail("Its marker says: %s", pnstrdup(found, strcspn(found, "\n"))),
+					 errhint("Choose another source name, or give each database its own kafka_lake.landing_dir (ALTER DATABASE ... SET kafka_lake.landing_dir = ...).")));
+		return;
+	}
+	if (!kl_dir_is_empty(dir))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("landing directory \"%s\" exists and is not a kafka_lake source directory", dir),
+				 errdetail("It is not empty and has no marker file %s.", KL_SOURCE_MARKER),
+				 errhint("Choose another source name or another kafka_lake.landing_dir. If the directory holds batches that this database landed for source \"%s\", restore its marker: a file %s holding the line \"%s\".",
+						 source, KL_SOURCE_MARKER, pnstrdup(expected, strlen(expected) - 1))));
+	{
+		int			fd = OpenTransientFile(marker, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+
+		if (fd < 0 || write(fd, expected, strlen(expected)) != (ssize_t) strlen(expected) ||
+			pg_fsync(fd) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write \"%s\": %m", marker)));
+		CloseTransientFile(fd);
+		fsync_fname(dir, true);
+	}
+}
+
+/*
+ * kl_landing_present
+ *		Is the source's directory there, with its marker?  Only then does a
+ *		batch directory that is missing mean the batch is gone (and not, say,
+ *		a landing directory that is not mounted).
+ */
+bool
+kl_landing_present(KlSource *src)
+{
+	struct stat st;
+
+	return lstat(psprintf("%s/" KL_SOURCE_MARKER, src->dir), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * kl_remove_tree
+ *		rm -rf of a source directory of this database, or of a directory
+ *		inside one (no symlinks are followed).  Anything else is left alone,
+ *		with a WARNING: nothing outside a source's own directory is ever
+ *		removed.  A source directory is one that carries this database's
+ *		marker of the source it is named after (kl_source_dir_is_ours), also
+ *		when fileundo.c has moved it aside under .kafka_lake_dropped.
+ */
+void
+kl_remove_tree(const char *path)
+{
+	char	   *ancestor = pstrdup(path);
+	bool		inside = kl_source_dir_is_ours(path);
+
+	while (!inside)
+	{
+		char	   *before = pstrdup(ancestor);
+		bool		top;
+
+		get_parent_directory(ancestor);
+		top = (ancestor[0] == '\0' || strcmp(ancestor, before) == 0);
+		pfree(before);
+		if (top)
+			break;
+		inside = kl_source_dir_is_ours(ancestor);
+	}
+	pfree(ancestor);
+	if (!inside)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("not removing \"%s\": it is not inside a kafka_lake source directory of this database",
+						path)));
+		return;
+	}
+	if (!rmtree(path, true))
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove directory \"%s\" completely", path)));
+}
+
+/* ----------------------------------------------------------------
+ *		Opening and listing what lies in the landing
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_file_kind
+ *		What a file that is not a regular file is, for messages.
+ */
+const char *
+kl_file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISLNK(mode))
+		return "a symbolic link";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "not a regular file";
+}
+
+/*
+ * kl_open_landed
+ *		Open a file of the landing for reading.  Nothing in the landing
+ *		that is not a regular file is ever opened, and open(2) never
+ *		blocks: opening a FIFO for reading waits for a writer, in a sleep
+ *		that PostgreSQL's signals do not interrupt (they restart it), so a
+ *		FIFO planted where a landed file belongs would hang the backend for
+ *		good.  Hence lstat first, then O_NONBLOCK | O_NOFOLLOW (a FIFO or a
+ *		symbolic link swapped in after the lstat is refused at once), then
+ *		fstat of what was opened.
+ *
+ *		Returns the descriptor (OpenTransientFile: an ERROR closes it), or
+ *		-1 with errno set when there is no such file, or -1 with
+ *		*not_regular set to what the path is instead.
+ */
+int
+kl_open_landed(const char *path, const char **not_regular)
+{
+	struct stat st;
+	int			fd;
+	int			flags;
+
+	*not_regular = NULL;
+	if (lstat(path, &st) != 0)
+		return -1;
+	if (!S_ISREG(st.st_mode))
+	{
+		*not_regular = kl_file_kind(st.st_mode);
+		return -1;
+	}
+	fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
+	if (fd < 0)
+	{
+		if (errno == ELOOP)
+			*not_regular = "a symbolic link";
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		int			save = errno;
+		bool		regular = S_ISREG(st.st_mode);
+
+		CloseTransientFile(fd);
+		if (!regular)
+			*not_regular = kl_file_kind(st.st_mode);
+		errno = save;
+		return -1;
+	}
+	/* reads of a regular file never block; clear the flag all the same */
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		(void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+}
+
+/*
+ * kl_landed_open_problem
+ *		Why kl_open_landed returned -1, as the end of a sentence: "is
+ *		missing", "is not a regular file (it is a FIFO)", ...
+ */
+char *
+kl_landed_open_problem(const char *not_regular)
+{
+	if (not_regular != NULL)
+		return psprintf("is not a regular file (it is %s)", not_regular);
+	if (errno == ENOENT)
+		return pstrdup("is missing");
+	return psprintf("cannot be opened: %m");
+}
+
+/*
+ * kl_read_whole_file
+ *		Read a file of the landing into memory (see kl_open_landed).  NULL
+ *		when it cannot be opened (errno set) or is not a regular file
+ *		(*not_regular set).
+ */
+char *
+kl_read_whole_file(const char *path, size_t *len, const char **not_regular)
+{
+	int			fd = kl_open_landed(path, not_regular);
+	struct stat st;
+	char	   *buf;
+	size_t		done = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0)
+	{
+		int			save = errno;
+
+		CloseTransientFile(fd);
+		errno = save;
+		return NULL;
+	}
+	buf = MemoryContextAllocHuge(CurrentMemoryContext, st.st_size + 1);
+	while (done < (size_t) st.st_size)
+	{
+		ssize_t		n = read(fd, buf + done, Min(st.st_size - done, 64 * 1024 * 1024));
+
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", path)));
+		if (n == 0)
+			break;
+		done += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	CloseTransientFile(fd);
+	buf[done] = '\0';
+	*len = done;
+	return buf;
+}
+
+/*
+ * kl_name_cmp
+ *		list_sort comparator of C strings (byte order, as directory names
+ *		and batch ids compare).
+ */
+int
+kl_name_cmp(const ListCell *a, const ListCell *b)
+{
+	return strcmp((const char *) lfirst(a), (const char *) lfirst(b));
+}
+
+/*
+ * kl_list_dir
+ *		The entries of a directory whose names start with prefix, sorted;
+ *		NIL when the directory does not exist.
+ */
+List *
+kl_list_dir(const char *path, const char *prefix)
+{
+	DIR		   *dir = AllocateDir(path);
+	struct dirent *de;
+	List	   *result = NIL;
+	size_t		plen = strlen(prefix);
+
+	if (dir == NULL && errno == ENOENT)
+		return NIL;
+	while ((de = ReadDir(dir, path)) != NULL)
+	{
+		if (strncmp(de->d_name, prefix, plen) == 0)
+			result = lappend(result, pstrdup(de->d_name));
+	}
+	FreeDir(dir);
+	list_sort(result, kl_name_cmp);
+	return result;
+}
+
+/*
+ * kl_disk_partitions
+ *		The partitions of a source that have a directory on disk, plus those
+ *		named by staging directories.
+ */
+List *
+kl_disk_partitions(KlSource *src)
+{
+	char	   *topic_dir = psprintf("%s/topic=%s", src->dir, src->topic);
+	List	   *result = NIL;
+	ListCell   *cell;
+
+	foreach(cell, kl_list_dir(topic_dir, "partition="))
+	{
+		int			p = atoi((const char *) lfirst(cell) + strlen("partition="));
+
+		result = list_append_unique_int(result, p);
+	}
+	foreach(cell, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
+	{
+		const char *name = lfirst(cell);
+		const char *mark = strstr(name + KL_BATCH_ID_LEN, "-p");
+
+		if (mark)
+			result = list_append_unique_int(result, atoi(mark + 2));
+	}
+	return result;
+}
+
+/* ----------------------------------------------------------------
+ *		Writing a batch
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_out_buffer
+ *		Give a file its write buffer.  The buffers live as long as the
+ *		backend and are reused by every batch (a fresh megabyte per file per
+ *		batch costs page faults on every batch); a line longer than a buffer
+ *		grows it in place.
+ */
+static void
+kl_out_buffer(KlOutFile *f, int slot)
+{
+	static StringInfoData buffers[KL_NFILES + 1];
+
+	if (buffers[slot].data == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&buffers[slot]);
+		enlargeStringInfo(&buffers[slot], KL_WRITE_CHUNK + 1024);
+		MemoryContextSwitchTo(old);
+	}
+	f->buf = &buffers[slot];
+	resetStringInfo(f->buf);
+}
+
+/*
+ * kl_out_open
+ *		Create a new file for writing.
+ */
+static void
+kl_out_open(KlOutFile *f, const char *path, int slot)
+{
+	f->path = pstrdup(path);
+	f->fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (f->fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", path)));
+	kl_out_buffer(f, slot);
+	f->sha = kl_sha256_create();
+	f->crc = KL_CRC32C_INIT;
+	memset(&f->info, 0, sizeof(f->info));
+}
+
+/*
+ * kl_out_flush
+ *		Write the pending bytes, hashing them on the way.
+ */
+static void
+kl_out_flush(KlOutFile *f)
+{
+	const char *p = f->buf->data;
+	size_t		left = f->buf->len;
+
+	if (left == 0)
+		return;
+	kl_sha256_update(f->sha, p, left);
+	f->crc = kl_crc32c(f->crc, p, left);
+	f->info.bytes += left;
+	while (left > 0)
+	{
+		ssize_t		n;
+
+		errno = 0;
+		n = write(f->fd, p, left);
+		if (n <= 0)
+		{
+			/* a short write without errno is a full disk */
+			if (errno == 0)
+				errno = ENOSPC;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m", f->path),
+					 errhint("Free space under the landing directory; the next land() goes on from the committed offset.")));
+		}
+		p += n;
+		left -= n;
+	}
+	resetStringInfo(f->buf);
+}
+
+/*
+ * kl_out_line_done
+ *		A line was appended to the buffer: count it, flush when full.
+ */
+static inline void
+kl_out_line_done(KlOutFile *f)
+{
+	f->info.lines++;
+	if (f->buf->len >= KL_WRITE_CHUNK)
+		kl_out_flush(f);
+}
+
+/*
+ * kl_out_close
+ *		Flush, fsync and close; fill in the file's checks.
+ */
+static void
+kl_out_close(KlOutFile *f)
+{
+	uint8		digest[KL_SHA256_LEN];
+
+	kl_out_flush(f);
+	if (pg_fsync(f->fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", f->path)));
+	if (CloseTransientFile(f->fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", f->path)));
+	f->fd = -1;
+	kl_sha256_final(f->sha, digest);
+	kl_hex(digest, KL_SHA256_LEN, f->info.sha256);
+	f->info.crc32c = kl_crc32c_final(f->crc);
+}
+
+/*
+ * kl_random_hex
+ *		8 random hex digits for a staging directory name.
+ */
+static void
+kl_random_hex(char *out)
+{
+	uint8		bytes[4];
+
+	if (!pg_strong_random(bytes, sizeof(bytes)))
+	{
+		uint32		v = (uint32) MyProcPid ^ (uint32) GetCurrentTimestamp();
+
+		memcpy(bytes, &v, sizeof(v));
+	}
+	kl_hex(bytes, sizeof(bytes), out);
+}
+
+/*
+ * kl_write_batch
+ *		Steps 3 and 4 of the landing protocol for the new coordinates
+ *		recs[0..n) of one partition (offsets ascending, statuses decided):
+ *		write the three JSONL files and the manifest into a staging
+ *		directory, fsync them and the directory, rename it to its final name
+ *		and fsync the parent.  Fills *out.
+ */
+void
+kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlBatch *out)
+{
+	KlOutFile	files[KL_NFILES];
+	KlOutFile	mf;
+	StringInfoData topic_json;
+	char	   *staging_root;
+	char	   *staging;
+	char	   *part_dir;
+	char	   *final;
+	char		rnd[9];
+	int			fd;
+
+	/*
+	 * Everything the manifest says before its entries is known before the
+	 * first line is written: the counts, the business dates, and the batch
+	 * id (offsets and the hash of the fingerprints).  So the manifest is
+	 * written as a stream, like the JSONL files.
+	 */
+	kl_batch_describe(src->topic, partition, recs, n, out);
+
+	staging_root = psprintf("%s/.staging", src->dir);
+	part_dir = kl_partition_dir(src, partition);
+	kl_make_dirs(staging_root);
+	kl_make_dirs(part_dir);
+	final = psprintf("%s/batch=%s", part_dir, out->batch_id);
+	kl_random_hex(rnd);
+	staging = psprintf("%s/batch=%s-p%d-%s", staging_root, out->batch_id, partition, rnd);
+	if (mkdir(staging, pg_dir_create_mode) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", staging)));
+
+	initStringInfo(&topic_json);
+	kl_json_append_string(&topic_json, src->topic, strlen(src->topic));
+
+	for (int i = 0; i < KL_NFILES; i++)
+		kl_out_open(&files[i], psprintf("%s/%s", staging, kl_file_names[i]), i);
+	kl_out_open(&mf, psprintf("%s/manifest.json", staging), KL_NFILES);
+
+	kl_manifest_append_head(mf.buf, out);
+	for (int i = 0; i < n; i++)
+	{
+		KlRecord   *r = &recs[i];
+		KlOutFile  *f = &files[kl_record_file(r->status)];
+
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		kl_batch_append_line(f->buf, r, topic_json.data, partition);
+		kl_out_line_done(f);
+
+		kl_manifest_append_entry(mf.buf, r, topic_json.data, partition, i + 1 == n);
+		mf.info.lines++;
+		if (mf.buf->len >= KL_WRITE_CHUNK)
+			kl_out_flush(&mf);
+	}
+
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		kl_out_close(&files[i]);
+		out->files[i] = files[i].info;
+	}
+	kl_manifest_append_tail(mf.buf, out, topic_json.data);
+	kl_out_close(&mf);
+	strlcpy(out->manifest_sha256, mf.info.sha256, sizeof(out->manifest_sha256));
+	out->manifest_bytes = mf.info.bytes;
+	out->manifest_crc32c = mf.info.crc32c;
+
+	/* the staging directory's entries are durable */
+	fsync_fname(staging, true);
+
+	kl_fault_point("after_staging_write");
+
+	/* step 4: one rename makes the batch visible; fsync its parent */
+	if (rename(staging, final) != 0)
+	{
+		if (errno == ENOTEMPTY || errno == EEXIST)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("batch directory \"%s\" already exists", final),
+					 errdetail("The catalog does not know it, yet it holds these coordinates."),
+					 errhint("Run kafka_lake.recover('%s') and then kafka_lake.verify('%s').",
+							 src->source, src->source)));
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rename \"%s\" to \"%s\": %m", staging, final)));
+	}
+	fd = OpenTransientFile(part_dir, O_RDONLY | PG_BINARY);
+	if (fd < 0 || pg_fsync(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync directory \"%s\": %m", part_dir)));
+	CloseTransientFile(fd);
+	/* the staging root lost an entry; not needed for durability, but tidy */
+	fsync_fname(staging_root, true);
+
+	out->path = final;
+	kl_fault_point("after_rename");
+}

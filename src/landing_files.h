@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * landing_files.h
+ *	  The landing directory on disk (landing_files.c).
+ *
+ * IDENTIFICATION
+ *	  src/landing_files.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_LAKE_LANDING_FILES_H
+#define KAFKA_LAKE_LANDING_FILES_H
+
+#include <sys/types.h>
+
+#include "nodes/pg_list.h"
+
+#include "batch_format.h"
+#include "catalog.h"
+
+#define KL_SOURCE_MARKER		".kafka_lake_source"	/* in a source's directory */
+
+extern char *kl_landing_root(void);
+extern char *kl_partition_dir(KlSource *src, int32 partition);
+extern void kl_make_dirs(const char *path);
+extern bool kl_source_dir_is_ours(const char *dir);
+extern void kl_claim_source_dir(const char *dir, const char *source);
+extern bool kl_landing_present(KlSource *src);
+extern void kl_remove_tree(const char *path);
+extern const char *kl_file_kind(mode_t mode);
+extern int	kl_open_landed(const char *path, const char **not_regular);
+extern char *kl_landed_open_problem(const char *not_regular);
+extern char *kl_read_whole_file(const char *path, size_t *len, const char **not_regular);
+extern int	kl_name_cmp(const ListCell *a, const ListCell *b);
+extern List *kl_list_dir(const char *path, const char *prefix);
+extern List *kl_disk_partitions(KlSource *src);
+extern void kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
+						   KlBatch *out);
+
+#endif							/* KAFKA_LAKE_LANDING_FILES_H */

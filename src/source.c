@@ -1,0 +1,204 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.c
+ *	  Sources: create_source() and drop_source(), and the lock every
+ *	  function that writes a source's files holds.
+ *
+ * A source is a row of kafka_lake.sources, a directory under the landing
+ * directory carrying this database's marker (landing_files.c), and the
+ * foreign table kafka_lake.<source>_records.  create_source makes all three;
+ * drop_source forgets the row and the table at once, and removes the files
+ * (drop_landing => true) only once that is committed (fileundo.c: a
+ * rollback must find them where the catalog says).
+ *
+ * A source is not dropped under a writer: land(), replay(), recover() and
+ * the bridge lock the source's row FOR KEY SHARE before they touch its
+ * files (kl_source_lock), drop_source takes FOR UPDATE before it deletes
+ * anything, and deletes with the newest snapshot, so what a lander
+ * committed while the drop waited goes too (accepted_events has no foreign
+ * key to cascade).
+ *
+ * Consumer groups: the default group id is kafka_lake.<database>.<source>,
+ * and create_source refuses a group another source of the database uses,
+ * under an advisory lock keyed by the group (locks.c) and against the
+ * latest snapshot, so that concurrent calls cannot both take one group.
+ *
+ * IDENTIFICATION
+ *	  src/source.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "catalog.h"
+#include "fileundo.h"
+#include "kafka_lake.h"
+#include "landing_files.h"
+#include "locks.h"
+#include "names.h"
+#include "options.h"
+#include "source.h"
+
+PG_FUNCTION_INFO_V1(kafka_lake_create_source);
+PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
+
+/*
+ * kl_source_lock
+ *		Keep a source from being dropped until the end of the transaction,
+ *		and finish what an interrupted drop left of its directory.  Every
+ *		function that writes a source's files (land, replay, recover, the
+ *		bridge) calls it before it touches them.
+ *
+ *		The lock is FOR KEY SHARE on the source's row, the lock the foreign
+ *		keys of batches take anyway (kl_catalog_lock_source); drop_source
+ *		takes FOR UPDATE first and so waits for every such transaction, and
+ *		one that starts while a drop is open waits for the drop and then
+ *		finds the source gone.
+ */
+void
+kl_source_lock(KlSource *src)
+{
+	char	   *root = pstrdup(src->dir);
+
+	kl_catalog_lock_source(src);
+	get_parent_directory(root);
+	kl_settle_displaced(root, src->source);
+}
+
+/*
+ * kafka_lake_create_source
+ *		create_source(source, server, topic, group_id, contract): record a
+ *		source and create its foreign table kafka_lake.<source>_records.
+ *
+ *		The default group id names the database and the source
+ *		(kafka_lake.<database>.<source>), so that sources of two databases
+ *		never share a group by accident; it is stored, so a later rename of
+ *		the database changes nothing.  A group another source of this
+ *		database uses is refused: sources that share a group overwrite each
+ *		other's offsets and skip records.
+ */
+Datum
+kafka_lake_create_source(PG_FUNCTION_ARGS)
+{
+	char	   *source;
+	char	   *server;
+	char	   *topic;
+	char	   *group_id;
+	char	   *contract;
+	char	   *default_group;
+	ForeignServer *fs;
+	char	   *root;
+
+	kl_check_not_null(fcinfo, 0, "source", "Name the new source, for example machine_events.");
+	kl_check_not_null(fcinfo, 1, "server", "Name a foreign server of the kafka_lake wrapper.");
+	kl_check_not_null(fcinfo, 2, "topic", "Name the Kafka topic the source lands.");
+	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	server = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	topic = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	kl_check_source_name(source);
+	default_group = psprintf("kafka_lake.%s.%s", get_database_name(MyDatabaseId), source);
+	group_id = PG_ARGISNULL(3) ? default_group : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+
+	kl_check_topic_name(topic);
+	fs = kl_get_server(server);
+	kl_check_server_usage(fs);
+	if (group_id[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("group_id must not be empty"),
+				 errhint("Leave it out to use %s.", default_group)));
+	kl_check_group_id(group_id);
+	if (strcmp(contract, "machine_event_v1") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown contract \"%s\"", contract),
+				 errhint("The built-in contract is machine_event_v1.")));
+
+	root = kl_landing_root();
+
+	/* one group, one source: checked under a lock, against what is committed now */
+	kl_lock_group_id(group_id);
+	kl_catalog_insert_source(source, fs->servername, topic, group_id, contract, root,
+							 default_group);
+
+	/*
+	 * A directory this transaction is to remove at commit (the same name
+	 * dropped with drop_landing => true) is moved out of the way first, so
+	 * that the removal takes only what the dropped source owned.
+	 */
+	kl_settle_displaced(root, source);
+	(void) kl_undo_displace(psprintf("%s/%s", root, source), root, source);
+	kl_claim_source_dir(psprintf("%s/%s", root, source), source);
+
+	kl_catalog_create_records_table(source, fs->servername, topic);
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * kafka_lake_drop_source
+ *		drop_source(source, drop_landing): forget a source and its foreign
+ *		table; with drop_landing, also remove its landed files.
+ */
+Datum
+kafka_lake_drop_source(PG_FUNCTION_ARGS)
+{
+	KlSource   *src;
+	bool		drop_landing = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+
+	kl_check_not_null(fcinfo, 0, "source", NULL);
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	/* only a directory that is this database's source's is ever removed */
+	if (drop_landing)
+	{
+		struct stat st;
+
+		if (stat(src->dir, &st) == 0 && !kl_source_dir_is_ours(src->dir))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("landing directory \"%s\" is not removed: it does not carry this database's marker of source \"%s\"",
+							src->dir, src->source),
+					 errdetail("kafka_lake removes only directories whose %s file names this database and the source.",
+							   KL_SOURCE_MARKER),
+					 errhint("Drop the source with drop_landing => false and remove the directory by hand if it is no longer needed.")));
+	}
+
+	/*
+	 * First wait for every transaction that lands, replays, recovers or
+	 * bridges this source (they hold FOR KEY SHARE on its row: see
+	 * kl_source_lock), and keep new ones out.  Only then delete, with the
+	 * newest snapshot, so that what such a transaction committed while we
+	 * waited goes too: accepted_events has no foreign key that would
+	 * cascade.
+	 */
+	kl_catalog_lock_source_for_drop(src);
+	/* what an interrupted drop left of the directory comes back first */
+	{
+		char	   *root = pstrdup(src->dir);
+
+		get_parent_directory(root);
+		kl_settle_displaced(root, src->source);
+	}
+	kl_catalog_delete_source(src);
+
+	/*
+	 * Files go last, once the catalog is gone: if the transaction aborts
+	 * after this point the catalog comes back and recover() would find the
+	 * files missing, so removal is deferred to commit (fileundo.c; a
+	 * create_source of the same name later in this transaction moves the
+	 * doomed directory out of its way).
+	 */
+	if (drop_landing)
+		kl_undo_remove_tree_at_commit(src->dir, src->source_id,
+									  "drop_source(drop_landing => true)");
+
+	PG_RETURN_VOID();
+}
