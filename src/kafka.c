@@ -713,6 +713,57 @@ kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
 }
 
 /*
+ * kl_kafka_list_offsets
+ *		One ListOffsets round trip for partitions 0..n-1 of a topic, each
+ *		asked for `query`: RD_KAFKA_OFFSET_BEGINNING (the low watermark),
+ *		RD_KAFKA_OFFSET_END (the high watermark) or a record timestamp in
+ *		milliseconds (the earliest offset whose record's timestamp is at or
+ *		after it; -1 where the broker has none).  Answers go to out[0..n-1].
+ *		Retried until the deadline while the cluster does not answer.
+ */
+static void
+kl_kafka_list_offsets(KlKafka *kk, const char *topic, int n, int64 query, int64 *out,
+					  TimestampTz deadline, const char *what)
+{
+	rd_kafka_topic_partition_list_t *parts = NULL;
+	rd_kafka_resp_err_t err;
+	int			attempt = 0;
+
+	for (;;)
+	{
+		if (parts != NULL)
+			rd_kafka_topic_partition_list_destroy(parts);
+		parts = rd_kafka_topic_partition_list_new(n);
+		for (int p = 0; p < n; p++)
+			rd_kafka_topic_partition_list_add(parts, topic, p)->offset = query;
+		CHECK_FOR_INTERRUPTS();
+		kl_kafka_serve(kk);
+		err = rd_kafka_offsets_for_times(kk->rk, parts, kl_attempt_ms(&attempt, deadline));
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		{
+			for (int i = 0; i < parts->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+				err = parts->elems[i].err;
+		}
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			break;
+		if (kl_kafka_error_class(err) != KL_KERR_UNAVAILABLE ||
+			GetCurrentTimestamp() >= deadline)
+		{
+			rd_kafka_topic_partition_list_destroy(parts);
+			kl_kafka_error(kk, what, err);
+		}
+	}
+	for (int i = 0; i < parts->cnt; i++)
+	{
+		int32		p = parts->elems[i].partition;
+
+		if (p >= 0 && p < n)
+			out[p] = parts->elems[i].offset;
+	}
+	rd_kafka_topic_partition_list_destroy(parts);
+}
+
+/*
  * kl_kafka_all_watermarks
  *		Low and high watermarks of partitions 0..n-1 of a topic, in two
  *		ListOffsets round trips for all of them (asking partition by
@@ -723,45 +774,128 @@ void
 kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low, int64 *high,
 						TimestampTz deadline)
 {
-	for (int pass = 0; pass < 2; pass++)
+	/* ListOffsets reads -2 as "earliest" and -1 as "latest" */
+	kl_kafka_list_offsets(kk, topic, n, RD_KAFKA_OFFSET_BEGINNING, low, deadline,
+						  "read the watermarks");
+	kl_kafka_list_offsets(kk, topic, n, RD_KAFKA_OFFSET_END, high, deadline,
+						  "read the watermarks");
+}
+
+/*
+ * kl_kafka_first_record_at
+ *		Read the first record of a partition at or after an offset (offsets
+ *		may have gaps: compaction, transaction markers): its offset and
+ *		timestamp (-1 when the broker gave none).  False when the partition
+ *		ends before such a record.  The consumer must not be reading
+ *		anything else; it is unassigned again before return.
+ */
+static bool
+kl_kafka_first_record_at(KlKafka *kk, const char *topic, int32 partition, int64 offset,
+						 int64 *found, int64 *timestamp_ms, TimestampTz deadline)
+{
+	bool		result = false;
+
+	kl_kafka_assign(kk, topic, partition, offset);
+	for (;;)
 	{
-		rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n);
-		rd_kafka_resp_err_t err;
-		int			attempt = 0;
+		rd_kafka_message_t *msg;
 
-		for (;;)
+		CHECK_FOR_INTERRUPTS();
+		if (GetCurrentTimestamp() >= deadline)
 		{
-			/* ListOffsets reads -2 as "earliest" and -1 as "latest" */
-			rd_kafka_topic_partition_list_destroy(parts);
-			parts = rd_kafka_topic_partition_list_new(n);
-			for (int p = 0; p < n; p++)
-				rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
-					pass == 0 ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
-			CHECK_FOR_INTERRUPTS();
-			kl_kafka_serve(kk);
-			err = rd_kafka_offsets_for_times(kk->rk, parts, kl_attempt_ms(&attempt, deadline));
-			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-			{
-				for (int i = 0; i < parts->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
-					err = parts->elems[i].err;
-			}
-			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-				break;
-			if (kl_kafka_error_class(err) != KL_KERR_UNAVAILABLE ||
-				GetCurrentTimestamp() >= deadline)
-			{
-				rd_kafka_topic_partition_list_destroy(parts);
-				kl_kafka_error(kk, "read the watermarks", err);
-			}
+			kl_kafka_unassign(kk);
+			kl_kafka_error(kk, "read a record to find an offset by time",
+						   RD_KAFKA_RESP_ERR__TIMED_OUT);
 		}
-		for (int i = 0; i < parts->cnt; i++)
+		msg = kl_kafka_poll(kk, Max(Min(100, kl_ms_left(deadline)), 1));
+		if (msg == NULL)
+			continue;
+		if (msg->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
 		{
-			int32		p = parts->elems[i].partition;
+			rd_kafka_message_destroy(msg);
+			break;
+		}
+		if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		{
+			rd_kafka_resp_err_t err = msg->err;
 
-			if (p >= 0 && p < n)
-				(pass == 0 ? low : high)[p] = parts->elems[i].offset;
+			rd_kafka_message_destroy(msg);
+			kl_kafka_unassign(kk);
+			kl_kafka_error(kk, "read a record to find an offset by time", err);
 		}
-		rd_kafka_topic_partition_list_destroy(parts);
+		if (msg->partition == partition && msg->offset >= offset)
+		{
+			rd_kafka_timestamp_type_t type;
+
+			*found = msg->offset;
+			*timestamp_ms = rd_kafka_message_timestamp(msg, &type);
+			rd_kafka_message_destroy(msg);
+			result = true;
+			break;
+		}
+		rd_kafka_message_destroy(msg);
+	}
+	kl_kafka_unassign(kk);
+	return result;
+}
+
+/*
+ * kl_kafka_offsets_for_times
+ *		For partitions 0..n-1 of a topic: the earliest offset whose record's
+ *		timestamp is at or after timestamp_ms, or the high watermark when no
+ *		record is (so [result, high) is what lies at or after the time).
+ *		low and high are the partitions' watermarks, read by the caller.
+ *
+ *		The broker's own time index answers first, for all partitions in one
+ *		round trip (ListOffsets by time).  An answer "no such record" is
+ *		checked against the partition's last record: a broker that keeps no
+ *		time index (librdkafka's mock cluster is one) answers that for every
+ *		time.  When the last record is at or after the time after all, the
+ *		partition is searched by reading records (binary search over
+ *		[low, high), a few fetches per step), which assumes timestamps that
+ *		do not decrease along the partition, as the broker's index does.
+ *		Consumer handles only; the consumer must not be reading anything.
+ */
+void
+kl_kafka_offsets_for_times(KlKafka *kk, const char *topic, int n, int64 timestamp_ms,
+						   const int64 *low, const int64 *high, int64 *offsets,
+						   TimestampTz deadline)
+{
+	kl_kafka_list_offsets(kk, topic, n, timestamp_ms, offsets, deadline,
+						  "look up offsets by time");
+	for (int p = 0; p < n; p++)
+	{
+		int64		found;
+		int64		ts;
+		int64		lo;
+		int64		hi;
+
+		if (offsets[p] >= 0)
+		{
+			offsets[p] = Min(Max(offsets[p], low[p]), high[p]);
+			continue;
+		}
+		offsets[p] = high[p];
+		if (high[p] <= low[p])
+			continue;
+		/* is the broker's "none" true?  Look at the last record. */
+		if (!kl_kafka_first_record_at(kk, topic, p, high[p] - 1, &found, &ts, deadline) ||
+			ts < timestamp_ms)
+			continue;
+		lo = low[p];
+		hi = found;				/* a record at or after the time */
+		while (lo < hi)
+		{
+			int64		mid = lo + (hi - lo) / 2;
+
+			if (!kl_kafka_first_record_at(kk, topic, p, mid, &found, &ts, deadline))
+				break;			/* cannot happen below a known record */
+			if (ts >= timestamp_ms)
+				hi = found;
+			else
+				lo = found + 1;
+		}
+		offsets[p] = hi;
 	}
 }
 

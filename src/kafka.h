@@ -78,6 +78,9 @@ extern void kl_kafka_watermarks(KlKafka *kk, const char *topic, int32 partition,
 								int64 *low, int64 *high, TimestampTz deadline);
 extern void kl_kafka_all_watermarks(KlKafka *kk, const char *topic, int n, int64 *low,
 									int64 *high, TimestampTz deadline);
+extern void kl_kafka_offsets_for_times(KlKafka *kk, const char *topic, int n, int64 timestamp_ms,
+									   const int64 *low, const int64 *high, int64 *offsets,
+									   TimestampTz deadline);
 extern void kl_kafka_committed(KlKafka *kk, const char *topic, int n, int64 *offsets,
 							   TimestampTz deadline);
 extern int64 kl_kafka_committed_one(KlKafka *kk, const char *topic, int32 partition,
