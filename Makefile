@@ -15,6 +15,7 @@ OBJS = \
 	src/kafka.o \
 	src/json.o \
 	src/contract.o \
+	src/contract_define.o \
 	src/digest.o \
 	src/batch_format.o \
 	src/landing_files.o \
@@ -23,6 +24,7 @@ OBJS = \
 	src/locks.o \
 	src/bulk_insert.o \
 	src/catalog.o \
+	src/contract_catalog.o \
 	src/source.o \
 	src/land.o \
 	src/recover.o \

@@ -252,7 +252,7 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 		for (int i = 0; i < n; i++)
 		{
 			was[i] = recs[i].status;
-			if (recs[i].status == KL_STATUS_ACCEPTED)
+			if (recs[i].status == KL_STATUS_ACCEPTED && recs[i].event.event_id != NULL)
 				kl_event_key(src->source_id, recs[i].event.event_id,
 							 recs[i].event.event_id_len, &recs[i].event_key);
 		}
@@ -380,7 +380,8 @@ kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, 
 		KlBatch    *b = lfirst(cell);
 		struct stat st;
 
-		if (lstat(psprintf("%s/batch=%s", part_dir, b->batch_id), &st) != 0 && errno == ENOENT)
+		if (lstat(psprintf("%s/%s%s", part_dir, KL_BATCH_DIR_PREFIX(b), b->batch_id), &st) != 0 &&
+			errno == ENOENT)
 			gone = lappend(gone, b);
 	}
 	if (gone == NIL)

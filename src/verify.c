@@ -186,8 +186,8 @@ kl_verify(FunctionCallInfo fcinfo)
 	foreach(cell, batches)
 	{
 		KlBatch *cat = lfirst(cell);
-		char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, cat->partition),
-								   cat->batch_id);
+		char	   *dir = psprintf("%s/%s%s", kl_partition_dir(src, cat->partition),
+								   KL_BATCH_DIR_PREFIX(cat), cat->batch_id);
 		MemoryContext old;
 		struct stat st;
 		int			bad;
