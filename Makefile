@@ -28,6 +28,7 @@ OBJS = \
 	src/source.o \
 	src/land.o \
 	src/recover.o \
+	src/readmit.o \
 	src/verify.o \
 	src/fdw.o \
 	src/csv.o \

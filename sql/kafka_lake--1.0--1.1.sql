@@ -353,3 +353,18 @@ COMMENT ON FUNCTION kafka_lake.alter_source(text, text, integer) IS
 
 REVOKE ALL ON FUNCTION kafka_lake.create_contract(text, json) FROM PUBLIC;
 REVOKE ALL ON FUNCTION kafka_lake.alter_source(text, text, integer) FROM PUBLIC;
+
+CREATE FUNCTION kafka_lake.readmit(
+    source      text,
+    partition   integer DEFAULT NULL,
+    from_offset bigint DEFAULT NULL,
+    to_offset   bigint DEFAULT NULL,
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT readmit_of text,
+    OUT status text, OUT records integer, OUT accepted integer, OUT duplicates integer,
+    OUT quarantined integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_readmit'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.readmit(text, integer, bigint, bigint) IS
+  'Judge quarantined records again, from the landing, with the source''s current contract; the accepted ones land as readmit units';
+REVOKE ALL ON FUNCTION kafka_lake.readmit(text, integer, bigint, bigint) FROM PUBLIC;

@@ -1396,8 +1396,9 @@ kl_catalog_partitions(KlSource *src)
 /*
  * kl_catalog_forget_batch
  *		Forget a batch whose directory is gone (recover()): its row (and its
- *		coordinates, by cascade) and the event_ids it accepted, which have no
- *		foreign key to batches.
+ *		coordinates, by cascade), its readmit units' rows, and the event_ids
+ *		they accepted, which have no foreign key to batches.  (A readmit
+ *		unit itself is forgotten by kl_catalog_forget_readmit.)
  */
 void
 kl_catalog_forget_batch(KlSource *src, const KlBatch *b)
@@ -1412,6 +1413,11 @@ kl_catalog_forget_batch(KlSource *src, const KlBatch *b)
 	values[3] = Int64GetDatum(b->first_offset);
 	values[4] = Int64GetDatum(b->last_offset);
 	cs = kl_catalog_begin();
+	/* its readmit units go with it (their event_ids lie in its range too) */
+	if (kl_catalog_has_contracts() &&
+		SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND readmit_of = $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not forget the readmit units of batch %s", b->batch_id);
 	if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
 							  " WHERE source_id = $1 AND partition = $3"
 							  "   AND \"offset\" BETWEEN $4 AND $5",

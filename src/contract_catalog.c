@@ -56,6 +56,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -66,6 +67,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "batch_format.h"
 #include "catalog.h"
 #include "contract.h"
 #include "contract_catalog.h"
@@ -674,4 +676,156 @@ kafka_lake_create_events_table(PG_FUNCTION_ARGS)
 	if (!OidIsValid(get_relname_relid(psprintf("%s_events", src->source), nsp)))
 		kl_create_events_table(src->source, src->server, kl_source_contract(src));
 	PG_RETURN_VOID();
+}
+
+/* ----------------------------------------------------------------
+ *		Readmit units (readmit.c writes them, recover.c adopts them)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_catalog_mark_readmitted
+ *		Give the coordinates offsets[0..n) of batch batch_id the letter 'R'
+ *		(mark), or their 'q' back (unmark).  ERROR when one of them is not
+ *		what it must be: mark needs 'q', unmark 'R'.
+ */
+void
+kl_catalog_mark_readmitted(KlSource *src, const char *batch_id, const int64 *offsets, int n,
+						   bool mark)
+{
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	char	   *statuses;
+	int64		lo;
+	int64	   *list = NULL;
+	int			nlist;
+	bool		isnull;
+	Datum		d;
+	char		from = mark ? KL_STATUS_QUARANTINED : KL_STATUS_READMITTED;
+	char		to = mark ? KL_STATUS_READMITTED : KL_STATUS_QUARANTINED;
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(batch_id);
+	cs = kl_catalog_begin();
+	kl_spi("SELECT statuses, pg_catalog.lower(offsets), offset_list FROM kafka_lake.coordinates"
+		   " WHERE source_id = $1 AND batch_id = $2 FOR UPDATE",
+		   2, types, values, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "batch %s of source \"%s\" has no coordinates", batch_id, src->source);
+	statuses = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	nlist = strlen(statuses);
+	lo = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, true, TYPALIGN_DOUBLE,
+						  &elems, NULL, &nelems);
+		list = palloc(sizeof(int64) * nelems);
+		for (int i = 0; i < nelems; i++)
+			list[i] = DatumGetInt64(elems[i]);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		int			idx = -1;
+
+		if (list == NULL)
+			idx = (offsets[i] >= lo && offsets[i] < lo + nlist) ? (int) (offsets[i] - lo) : -1;
+		else
+		{
+			for (int k = 0; k < nlist; k++)
+			{
+				if (list[k] == offsets[i])
+					idx = k;
+			}
+		}
+		if (idx < 0 || statuses[idx] != from)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("offset %lld of batch %s of source \"%s\" is not %s",
+							(long long) offsets[i], batch_id, src->source,
+							mark ? "a quarantined record" : "a re-admitted record"),
+					 errhint("Run kafka_lake.verify('%s').", src->source)));
+		statuses[idx] = to;
+	}
+	values[2] = CStringGetTextDatum(statuses);
+	kl_spi("UPDATE kafka_lake.coordinates SET statuses = $3 WHERE source_id = $1 AND batch_id = $2",
+		   3, types, values, NULL, false, SPI_OK_UPDATE);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_forget_readmit
+ *		Forget a readmit unit whose directory is gone (recover()): its rows,
+ *		the event_ids it accepted, and the 'R' of its originals, which are
+ *		quarantined again (readmit() can re-admit them).
+ */
+void
+kl_catalog_forget_readmit(KlSource *src, const KlBatch *u)
+{
+	KlCatalogSave cs;
+	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, INT8ARRAYOID};
+	Datum		values[4];
+	char	   *statuses;
+	int64		lo;
+	int64	   *offsets;
+	int			n;
+	Datum	   *accepted;
+	int			naccepted = 0;
+	bool		isnull;
+	Datum		d;
+	MemoryContext caller = CurrentMemoryContext;
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(u->batch_id);
+	values[2] = Int32GetDatum(u->partition);
+	cs = kl_catalog_begin();
+	kl_spi("SELECT statuses, pg_catalog.lower(offsets), offset_list FROM kafka_lake.coordinates"
+		   " WHERE source_id = $1 AND batch_id = $2",
+		   2, types, values, NULL, true, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+	{
+		kl_spi("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
+			   2, types, values, NULL, false, SPI_OK_DELETE);
+		kl_catalog_end(cs);
+		return;
+	}
+	statuses = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	n = strlen(statuses);
+	lo = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+	offsets = MemoryContextAlloc(caller, sizeof(int64) * n);
+	accepted = MemoryContextAlloc(caller, sizeof(Datum) * n);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, true, TYPALIGN_DOUBLE,
+						  &elems, NULL, &nelems);
+		for (int i = 0; i < n && i < nelems; i++)
+			offsets[i] = DatumGetInt64(elems[i]);
+	}
+	else
+	{
+		for (int i = 0; i < n; i++)
+			offsets[i] = lo + i;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		if (statuses[i] == KL_STATUS_ACCEPTED)
+			accepted[naccepted++] = Int64GetDatum(offsets[i]);
+	}
+	values[3] = PointerGetDatum(construct_array(accepted, naccepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	/* the unit's own coordinates: no batch holds them accepted */
+	kl_spi("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1 AND partition = $3"
+		   " AND \"offset\" = ANY ($4)",
+		   4, types, values, NULL, false, SPI_OK_DELETE);
+	kl_spi("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
+		   2, types, values, NULL, false, SPI_OK_DELETE);
+	kl_catalog_end(cs);
+	kl_catalog_mark_readmitted(src, u->readmit_of, offsets, n, false);
 }
