@@ -49,7 +49,7 @@ PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 # needs nothing but the installed extension, so `make installcheck` runs on
 # any server; REGRESS_BROKER needs the test broker too, and runs when its
 # address is in KL_BOOTSTRAP (test/run starts one and exports it).
-REGRESS = options privileges settings names nulls
+REGRESS = options privileges settings names nulls contracts
 REGRESS_BROKER = fdw
 ifneq ($(KL_BOOTSTRAP),)
 REGRESS += $(REGRESS_BROKER)

@@ -626,7 +626,7 @@ kl_sync_events_table(KlSource *src, const KlContract *old, const KlContract *c)
 Datum
 kafka_lake_alter_source(PG_FUNCTION_ARGS)
 {
-	KlSource   *src = kl_source_arg(fcinfo, 0);
+	KlSource   *src;
 	char	   *name;
 	int32		version = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
 	const KlContract *old = NULL;
@@ -635,8 +635,10 @@ kafka_lake_alter_source(PG_FUNCTION_ARGS)
 	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
 	Datum		values[3];
 
+	kl_check_not_null(fcinfo, 0, "source", NULL);
 	kl_check_not_null(fcinfo, 1, "contract",
 					  "Name the contract to land with, for example kafka_lake.alter_source('orders', contract => 'orders_v1').");
+	src = kl_source_arg(fcinfo, 0);
 	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (!PG_ARGISNULL(2) && version < 1)
 		ereport(ERROR,

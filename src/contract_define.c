@@ -386,26 +386,27 @@ kl_def_string(const KlDef *d, const char *what)
 	StringInfoData buf;
 
 	if (d->v.type != KL_JSON_STRING)
-		kl_def_fail(d, NULL, "%s must be a string", what);
+		kl_def_fail(d, "Write it as a JSON string, in double quotes.", "%s must be a string", what);
 	initStringInfo(&buf);
 	kl_json_decode_string(&d->v, &buf);
 	if ((int) strlen(buf.data) != buf.len)
-		kl_def_fail(d, NULL, "%s must not contain a NUL character", what);
+		kl_def_fail(d, "Remove the \\u0000.", "%s must not contain a NUL character", what);
 	return buf.data;
 }
 
 /*
- * kl_def_nonneg_int
- *		A non-negative integer that fits an int32; 42P17 otherwise.
+ * kl_def_int
+ *		An integer from min to max; 42P17 otherwise.
  */
 static int
-kl_def_nonneg_int(const KlDef *d, const char *what, int64 max)
+kl_def_int(const KlDef *d, const char *what, int64 min, int64 max)
 {
 	int64		v;
 
 	if (d->v.type != KL_JSON_NUMBER || !d->v.is_integer ||
-		!kl_json_parse_int64(d->v.start, d->v.len, &v) || v < 0 || v > max)
-		kl_def_fail(d, NULL, "%s must be an integer from 0 to " INT64_FORMAT, what, max);
+		!kl_json_parse_int64(d->v.start, d->v.len, &v) || v < min || v > max)
+		kl_def_fail(d, "Write a JSON number without a fraction or an exponent.",
+					"%s must be an integer from " INT64_FORMAT " to " INT64_FORMAT, what, min, max);
 	return (int) v;
 }
 
@@ -416,7 +417,8 @@ static bool
 kl_def_bool(const KlDef *d, const char *what, const char *hint)
 {
 	if (d->v.type != KL_JSON_TRUE && d->v.type != KL_JSON_FALSE)
-		kl_def_fail(d, hint, "%s must be true or false", what);
+		kl_def_fail(d, hint ? hint : "Write true or false, without quotes.",
+					"%s must be true or false", what);
 	return d->v.type == KL_JSON_TRUE;
 }
 
@@ -430,7 +432,7 @@ kl_def_number(const KlDef *d, const char *what)
 	KlNumber	n;
 
 	if (d->v.type != KL_JSON_NUMBER)
-		kl_def_fail(d, NULL, "%s must be a number", what);
+		kl_def_fail(d, "Write a JSON number, without quotes.", "%s must be a number", what);
 	n.text = pnstrdup(d->v.start, d->v.len);
 	n.len = d->v.len;
 	n.is_int64 = d->v.is_integer && kl_json_parse_int64(d->v.start, d->v.len, &n.ival);
@@ -715,8 +717,7 @@ kl_compile_enum_value(const KlDef *d, int types, KlEnumValue *e)
 			kl_def_fail(d, "Enum values are strings, numbers, booleans or null.",
 						"an enum value must not be an object or an array");
 	}
-	if (!(types & (e->type == KL_TYPE_INTEGER ? (KL_TYPE_INTEGER | KL_TYPE_NUMBER) : e->type)) &&
-		!(e->type == KL_TYPE_INTEGER && (types & KL_TYPE_NUMBER)))
+	if (!(types & (e->type == KL_TYPE_INTEGER ? (KL_TYPE_INTEGER | KL_TYPE_NUMBER) : e->type)))
 		kl_def_fail(d, "Give enum and const values of the field's type.",
 					"value %.*s is not %s", (int) Min(d->v.len, 64), d->v.start, kl_type_words(types));
 }
@@ -798,12 +799,12 @@ kl_compile_property(KlSchema *s, const KlDef *d, const char *name, const char *p
 	if ((k = kl_def_get(d, "minLength")) != NULL)
 	{
 		ONLY_FOR(is_string, "minLength", "a string");
-		s->min_length = kl_def_nonneg_int(k, "minLength", PG_INT32_MAX);
+		s->min_length = kl_def_int(k, "minLength", 0, PG_INT32_MAX);
 	}
 	if ((k = kl_def_get(d, "maxLength")) != NULL)
 	{
 		ONLY_FOR(is_string, "maxLength", "a string");
-		s->max_length = kl_def_nonneg_int(k, "maxLength", PG_INT32_MAX);
+		s->max_length = kl_def_int(k, "maxLength", 0, PG_INT32_MAX);
 		if (s->min_length > s->max_length)
 			kl_def_fail(k, "Make maxLength at least minLength.",
 						"maxLength %d is below minLength %d: no value could pass", s->max_length, s->min_length);
@@ -942,7 +943,8 @@ kl_compile_property(KlSchema *s, const KlDef *d, const char *name, const char *p
 		s->header = kl_def_string(k, "header");
 		s->header_len = strlen(s->header);
 		if (s->header_len == 0)
-			kl_def_fail(k, NULL, "header must name a Kafka header");
+			kl_def_fail(k, "Give the name of the Kafka header the field comes from.",
+						"header must name a Kafka header");
 	}
 	if ((k = kl_def_get(d, "sql_type")) != NULL)
 	{
@@ -986,7 +988,8 @@ kl_compile_object(const KlDef *d, const KlDef *props, const char *path, bool top
 			kl_def_fail(props, "For example \"properties\": {\"order_id\": {\"type\": \"string\"}}.",
 						"properties must be a JSON object");
 		if (props->n > 1000)
-			kl_def_fail(props, NULL, "an object may have at most 1000 properties");
+			kl_def_fail(props, "Put the rest under an object field, or let additionalProperties keep them.",
+						"an object may have at most 1000 properties");
 		o->nprops = props->n;
 		o->props = palloc0(sizeof(KlSchema) * Max(props->n, 1));
 		for (int i = 0; i < props->n; i++)
@@ -995,7 +998,7 @@ kl_compile_object(const KlDef *d, const KlDef *props, const char *path, bool top
 			char	   *ppath = top ? pstrdup(name) : psprintf("%s.%s", path, name);
 
 			if (name[0] == '\0')
-				kl_def_fail(props, NULL, "a property name must not be empty");
+				kl_def_fail(props, "Give every property a name.", "a property name must not be empty");
 			kl_compile_property(&o->props[i], props->vals[i], name, ppath, top);
 			if (o->props[i].header)
 				o->nheaders++;
@@ -1078,7 +1081,7 @@ kl_top_prop(const KlContract *c, const KlDef *d, const char *name, const char *k
 		if (strcmp(c->top.props[i].name, name) == 0)
 			return i;
 	}
-	kl_def_fail(d, psprintf("\"%s\" names a field of the top-level properties.", key),
+	kl_def_fail(d, psprintf("%s names fields of the top-level properties.", key),
 				"\"%s\" is not a property", name);
 	return -1;
 }
@@ -1146,7 +1149,7 @@ kl_compile_business_date(KlContract *c, const KlDef *d)
 	if (c->raw)
 		kl_def_fail(field, "A raw contract has no fields: use \"kafka_timestamp\": true.",
 					"a raw contract cannot take business_date from a field");
-	c->bd_prop = kl_top_prop(c, field, kl_def_string(field, "field"), "business_date");
+	c->bd_prop = kl_top_prop(c, field, kl_def_string(field, "field"), "\"business_date\"");
 	{
 		const KlSchema *s = &c->top.props[c->bd_prop];
 
@@ -1233,7 +1236,7 @@ kl_compile_rules(KlContract *c, const KlDef *d)
 		if (*left == '\0' || o < 0 || *right == '\0' || *p != '\0')
 			kl_def_fail(e, hint, "cannot read rule \"%s\"", text);
 		r->op = opcodes[o];
-		r->left = kl_top_prop(c, e, left, "a rule");
+		r->left = kl_top_prop(c, e, left, "A rule");
 		r->right = -1;
 		if ((right[0] >= '0' && right[0] <= '9') || right[0] == '-')
 		{
@@ -1248,7 +1251,7 @@ kl_compile_rules(KlContract *c, const KlDef *d)
 			r->right_num.is_int64 = v.is_integer && kl_json_parse_int64(right, strlen(right), &r->right_num.ival);
 		}
 		else
-			r->right = kl_top_prop(c, e, right, "a rule");
+			r->right = kl_top_prop(c, e, right, "A rule");
 
 		/* both sides numbers, or both dates, or both timestamps */
 		{
@@ -1310,7 +1313,7 @@ kl_compile_name_list(KlContract *c, const KlDef *d, const char *key, int *n)
 	{
 		char	   *name = kl_def_string(d->vals[i], "a property name");
 
-		list[i] = kl_top_prop(c, d->vals[i], name, key);
+		list[i] = kl_top_prop(c, d->vals[i], name, psprintf("\"%s\"", key));
 		for (int j = 0; j < i; j++)
 		{
 			if (list[j] == list[i])
@@ -1371,15 +1374,13 @@ kl_contract_compile(const char *name, int32 version, const char *definition, siz
 	}
 	if ((k = kl_def_get(d, "max_value_bytes")) != NULL)
 	{
-		c->max_value_bytes = kl_def_nonneg_int(k, "max_value_bytes", KL_CONTRACT_LIMIT_MAX);
-		if (c->max_value_bytes < 1)
-			kl_def_fail(k, NULL, "max_value_bytes must be at least 1");
+		c->max_value_bytes = kl_def_int(k, "max_value_bytes", 1, KL_CONTRACT_LIMIT_MAX);
 	}
 	if ((k = kl_def_get(d, "event_id")) != NULL)
 	{
 		const KlSchema *s;
 
-		c->event_id_prop = kl_top_prop(c, k, kl_def_string(k, "event_id"), "event_id");
+		c->event_id_prop = kl_top_prop(c, k, kl_def_string(k, "event_id"), "\"event_id\"");
 		s = &c->top.props[c->event_id_prop];
 		if (!kl_is_required(c, c->event_id_prop) ||
 			(s->types != KL_TYPE_STRING && s->types != KL_TYPE_INTEGER))
@@ -1388,7 +1389,7 @@ kl_contract_compile(const char *name, int32 version, const char *definition, siz
 	}
 	if ((k = kl_def_get(d, "schema_version")) != NULL)
 	{
-		c->schema_version_prop = kl_top_prop(c, k, kl_def_string(k, "schema_version"), "schema_version");
+		c->schema_version_prop = kl_top_prop(c, k, kl_def_string(k, "schema_version"), "\"schema_version\"");
 		c->top.props[c->schema_version_prop].is_schema_version = true;
 	}
 	if ((k = kl_def_get(d, "business_date")) != NULL)
