@@ -200,14 +200,15 @@ kl_contract_get(const char *name, int32 version)
 	int32		found_version;
 	bool		isnull;
 
+	/* a catalog from before contracts knows machine_event_v1 only */
+	if (!kl_catalog_has_contracts() && strcmp(name, KL_MACHINE_EVENT_V1) != 0)
+		kl_unknown_contract(name, 0);
 	if (builtin != NULL)
 	{
 		if (version > 1)
 			kl_unknown_contract(name, version);
 		return kl_cached_contract(name, 1, builtin, true);
 	}
-	if (!kl_catalog_has_contracts())
-		kl_unknown_contract(name, 0);
 
 	cs = kl_catalog_begin();
 	kl_spi("SELECT version, definition::text FROM kafka_lake.contracts"
