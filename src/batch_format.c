@@ -25,10 +25,30 @@
  *	quarantine	{"kafka": ..., "raw_value": "..." | "raw_value_base64": "...",
  *				 "validation_error": "..."}
  *
- * where "kafka" is {"key": ..., ["key_base64": ...,] "offset": ...,
- * "partition": ..., "timestamp_ms": ..., "topic": ...} (a key that is not
- * UTF-8, or holds a NUL, is null with its bytes in key_base64) and "event"
- * is the contract's normalised event (contract.c).  manifest.json is one
+ * where "kafka" is {["headers": [...],] "key": ..., ["key_base64": ...,]
+ * "offset": ..., "partition": ..., "timestamp_ms": ..., "topic": ...} (a key
+ * that is not UTF-8, or holds a NUL, is null with its bytes in key_base64;
+ * "headers", the record's Kafka headers in record order, only when it has
+ * some, so that other lines are what they always were) and "event" is the
+ * contract's normalised event (contract.c).
+ *
+ * LINES THAT CARRY THEIR IDS
+ *
+ * Readers find an event's event_id and business date in the event's fields
+ * of those names, which is what machine_event_v1's events hold.  An event of
+ * another contract may keep them under other names, or derive the date (a
+ * timestamp read in a zone, the Kafka timestamp), or not have them: so the
+ * accepted and duplicate lines of such a contract carry them beside the
+ * event, null when there are none, "business_date" first (before "event",
+ * so a reader knows at once that the line has its own) and "event_id" after
+ * it, in the sorted order of the layout.  A line is self-describing: no
+ * reader needs the contract to read it, and a landing stays readable when
+ * the time zone rules change.  An accepted record of a raw contract has no
+ * "event" but the "raw_value" (or "raw_value_base64") a quarantine line has.
+ * The manifest of a batch that another contract than machine_event_v1 judged
+ * names the contract and its version (machine_event_v1's keeps exactly the
+ * reference implementation's keys), and a readmit unit's (readmit.c) says
+ * "kind": "readmit" and which batch its records came from.  manifest.json is one
  * object whose keys before "entries" are known before the first line is
  * written (counts, business dates, the batch id), so it is written as a
  * stream alongside the JSONL files; "files" (each JSONL file's bytes, line

@@ -7,8 +7,13 @@
  * A kafka_lake foreign table names a source (and optionally one status);
  * its columns are either the envelope columns of kafka_lake.<source>_records
  * (topic, partition, "offset", key, timestamp_ms, fingerprint, status,
- * event_id, business_date, event, raw_value, validation_error, batch_id) or,
- * under any other name, a field of the event, read with the column's type.
+ * event_id, business_date, event, raw_value, validation_error, batch_id,
+ * headers, contract, contract_version) or, under any other name, a field of
+ * the event, read with the column's type.  event_id and business_date come
+ * from the line's own members when it has them (a contract whose event does
+ * not hold them under those names, batch_format.c), else from the event's
+ * fields of those names; contract and contract_version are the batch's.
+ * The typed table <source>_events (contract_catalog.c) is such a table.
  * The column option "field" makes any column an event field of that name.  A
  * table reads only a source of its own server: USAGE on a server is what
  * lets a role declare foreign tables there, so it must not open another
@@ -65,7 +70,11 @@
  * batch_id) are built once per scan.  A coordinate that recover() demoted
  * (an accepted line whose event_id was accepted first elsewhere; 'D' in the
  * catalog) reads as a duplicate, as recover() reports: the accepted file of
- * its batch is read for duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs
+ * its batch is read for duplicate_event_id too.  A quarantined coordinate
+ * that a readmit unit re-admitted ('R', readmit.c) is skipped in the
+ * quarantine file of its batch: the unit, an ordinary batch to the scan,
+ * holds it now.  A json or jsonb column reads a value's JSON text (a string
+ * with its quotes).  CHECK_FOR_INTERRUPTS runs
  * for every line, so cancel and statement_timeout stop a scan promptly.
  *
  * IDENTIFICATION

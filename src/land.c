@@ -23,10 +23,13 @@
  *	   particular offset: transaction markers and compaction leave offsets
  *	   that are never delivered);
  *	2. classify: a coordinate already durable is "reused" if its fingerprint
- *	   matches and an ERROR if not (I2); the others are validated against the
- *	   contract (accepted or quarantined) and their event_ids are decided
- *	   against the window and the catalog (accepted_events), which also
- *	   reserves them (I3);
+ *	   matches and an ERROR if not (I2); the others are judged by the
+ *	   source's contract (compiled once per backend, contract_catalog.c;
+ *	   judged off PostgreSQL's allocator, contract.c: accepted or
+ *	   quarantined) and their event_ids are decided against the window and
+ *	   the catalog (accepted_events), which also reserves them (I3); a
+ *	   contract without event_id accepts every valid record (the coordinate
+ *	   is its identity);
  *	3. and 4. write the batch into a staging directory, fsync, rename, fsync
  *	   the parent (landing_files.c; what is written, batch_format.c).  New
  *	   coordinates separated by reused ones go to separate batches, so a

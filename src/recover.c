@@ -41,6 +41,13 @@
  * Nothing of the landing is opened unless it is a regular file, and open(2)
  * never blocks (kl_open_landed).
  *
+ * Readmit units (readmit.c) are recovered the same way: a readmit=
+ * directory the catalog lacks is checked in full and adopted, provided its
+ * batch is in the catalog with the unit's records still quarantined (same
+ * fingerprints); its originals get their 'R' again.  Forgetting a batch
+ * forgets its units; forgetting a unit whose directory is gone quarantines
+ * its records again (readmit() can re-admit them).
+ *
  * An adopted batch may claim as accepted an event_id that another batch
  * accepted meanwhile (possible only when the adopted batch's transaction
  * aborted while a concurrent session waited on its event_id).  The file is
