@@ -64,6 +64,7 @@
 #include "compat.h"
 #include "kafka_lake.h"
 #include "options.h"
+#include "source_status.h"
 
 PG_MODULE_MAGIC;
 
@@ -151,6 +152,9 @@ _PG_init(void)
 
 	kl_prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = kl_emit_log_hook;
+
+	/* the last errors source_status shows (shared memory, when preloaded) */
+	kl_status_shmem_init();
 }
 
 /*

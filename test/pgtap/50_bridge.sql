@@ -221,7 +221,7 @@ SELECT throws_ok(format($$SELECT * FROM kafka_lake.bridge(%L, '2026-06-30')$$, :
                  'a date without accepted events is an ERROR (P0002)');
 
 -- the view and the functions are not for PUBLIC
-SELECT ok(NOT has_function_privilege('public', 'kafka_lake.bridge(text, date)', 'EXECUTE'),
+SELECT ok(NOT has_function_privilege('public', 'kafka_lake.bridge(text, date, boolean)', 'EXECUTE'),
           'bridge() is not executable by PUBLIC');
 
 SELECT * FROM finish();
