@@ -61,10 +61,12 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "batch_read.h"
@@ -176,16 +178,16 @@ kl_close_check_complete(KlCloseCall *cc)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("business date %s of source \"%s\" was not closed: partition %d of topic \"%s\" is landed up to offset %lld, short of its mark %lld",
 							cc->date_text, m->src->source, p, m->src->topic,
-							(long long) st.remembered, (long long) m->marks[p]),
+							(long long) Max(st.last_commit, 0), (long long) m->marks[p]),
 					 errdetail("Another session was landing the partition until the timeout of %d ms ended. Nothing was closed; what this call landed stays landed.",
 							   cc->timeout_ms),
 					 errhint("Call close_date again once that session's transaction ends, or with a longer timeout. pg_locks shows its lock: locktype advisory, classid %d, objid %d, objsubid 19276.",
 							 m->src->source_id, p)));
 		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("business date %s of source \"%s\" was not closed: partition %d of topic \"%s\" is landed up to offset %lld, short of its mark %lld",
 						cc->date_text, m->src->source, p, m->src->topic,
-						(long long) st.remembered, (long long) m->marks[p]),
+						(long long) Max(st.last_commit, 0), (long long) m->marks[p]),
 				 errdetail("The timeout of %d ms ended before the landing reached the mark. Nothing was closed; what this call landed stays landed.",
 						   cc->timeout_ms),
 				 errhint("Call close_date again with a longer timeout.")));
@@ -216,7 +218,12 @@ kl_close_through_timestamp(KlSource *src, int32 partition, int64 mark)
 	kl_bounds_init(&bounds);
 	bounds.partition_lo = bounds.partition_hi = partition;
 	bounds.batch_id = batch_id;
+	/* a snapshot that sees the batches this call landed */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
 	batches = kl_catalog_scan_batches(src, &bounds, 0, &total);
+	PopActiveSnapshot();
 	if (batches == NIL)
 		return -1;
 	kl_check_manifest(src, linitial(batches));
@@ -355,6 +362,7 @@ kafka_lake_close_date(PG_FUNCTION_ARGS)
 	}
 	cc.timeout_ms = PG_ARGISNULL(3) ? 30000 : kl_timeout_ms(PG_GETARG_INTERVAL_P(3), "timeout");
 	cc.closed_by = GetUserNameFromId(GetUserId(), false);
+	m->src = kl_source_lookup(cc.source);
 
 	/* steps 1 and 2 */
 	PG_TRY();

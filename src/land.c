@@ -871,6 +871,7 @@ kl_land_partition(KlLandCall *call)
 	int64		start;
 	int64		continue_from;
 	bool		adopt = false;
+	bool		got_there = true;
 	int64		rows_before;
 
 	kl_recover_partition(src, p, NULL, NULL);
@@ -983,7 +984,10 @@ kl_land_partition(KlLandCall *call)
 		kl_emit_simple(call, "adopted", group);
 	}
 	if (start < stop)
+	{
 		kl_land_range(call, start, stop);
+		got_there = !call->stop;
+	}
 
 	if (call->rows == rows_before)
 	{
@@ -995,42 +999,75 @@ kl_land_partition(KlLandCall *call)
 
 	/*
 	 * Up to a mark: everything below it is durable once the landing got
-	 * there (or had nothing to do), i.e. unless the call ran out of time.
+	 * there, or had nothing to land (the call's time or budget may have run
+	 * out on an earlier partition: this one needed none of it).
 	 */
-	if (call->reached && !call->stop)
+	if (call->reached && got_there)
 		call->reached[p] = stop;
 }
 
 /*
+ * kl_own_marked_partition
+ *		kl_land_to_marks: own a partition, waiting for another session that
+ *		is landing it, unless this source already committed it up to its
+ *		mark (then it is complete without us: true, and nothing to land).
+ *		False, and behind, when the wait reached the deadline.
+ */
+static bool
+kl_own_marked_partition(KlLandCall *call, int32 p, KlBehindReason *behind, bool *complete)
+{
+	KlPartitionState st;
+
+	*complete = false;
+	if (kl_try_lock_partition(call->src, p))
+		return true;
+	kl_catalog_partition_state(call->src, p, &st);
+	if (st.last_commit >= call->marks[p])
+	{
+		*complete = true;
+		return false;
+	}
+	if (kl_lock_partition_wait(call->src, p, call->deadline))
+		return true;
+	behind[p] = KL_BEHIND_LOCKED;
+	return false;
+}
+
+/*
  * kl_land_partitions
- *		The partition loop of land(), and of kl_land_to_marks (wait_locked:
- *		a partition another session is landing is waited for, until the
- *		deadline, rather than skipped).  Afterwards, what source_status
- *		shows of every partition this call owned is recorded.
+ *		The partition loop of land(), and of kl_land_to_marks (behind set:
+ *		every partition is visited, and one another session is landing is
+ *		waited for, until the deadline, rather than skipped).  Afterwards,
+ *		what source_status shows of every partition this call owned is
+ *		recorded.
  */
 static void
-kl_land_partitions(KlLandCall *call, const int64 *committed, bool wait_locked,
-				   KlBehindReason *behind)
+kl_land_partitions(KlLandCall *call, const int64 *committed, KlBehindReason *behind)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
 	/* from here on an error says what the call landed and committed */
 	PG_TRY();
 	{
-		for (int p = 0; p < call->nparts && !call->stop; p++)
+		for (int p = 0; p < call->nparts; p++)
 		{
-			if (GetCurrentTimestamp() >= call->deadline)
+			bool		complete;
+
+			if (behind == NULL && (call->stop || GetCurrentTimestamp() >= call->deadline))
 				break;
 			call->partition = p;
 			call->committed = committed[p];
-			if (wait_locked ? !kl_lock_partition_wait(call->src, p, call->deadline) :
-				!kl_try_lock_partition(call->src, p))
+			if (behind != NULL)
 			{
-				if (behind)
+				if (!kl_own_marked_partition(call, p, behind, &complete))
 				{
-					behind[p] = KL_BEHIND_LOCKED;
-					break;
+					if (complete)
+						call->reached[p] = call->marks[p];
+					continue;
 				}
+			}
+			else if (!kl_try_lock_partition(call->src, p))
+			{
 				kl_emit_simple(call, "locked", committed[p]);
 				continue;
 			}
@@ -1064,7 +1101,7 @@ kl_land_source(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, in
 	call->high = palloc(sizeof(int64) * nparts);
 	kl_kafka_all_watermarks(call->kk, call->src->topic, nparts, call->low, call->high,
 							call->deadline);
-	kl_land_partitions(call, committed, false, NULL);
+	kl_land_partitions(call, committed, NULL);
 	kl_kafka_close(call->kk);
 }
 
@@ -1155,7 +1192,7 @@ kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
 			call.reached[p] = -1;
 		call.marks = m->marks;
 
-		kl_land_partitions(&call, committed, true, m->behind);
+		kl_land_partitions(&call, committed, m->behind);
 		for (int p = 0; p < n; p++)
 		{
 			if (call.reached[p] < 0 && m->behind[p] == KL_BEHIND_NONE)
