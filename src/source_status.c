@@ -202,7 +202,7 @@ kl_check_view_reader(const char *view)
 	if (!OidIsValid(relid) || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for view kafka_lake.%s", view),
+				 errmsg("permission denied for view %s", view),
 				 errhint("Read the view kafka_lake.%s; its owner grants SELECT on it.", view)));
 }
 
