@@ -21,7 +21,10 @@
  *	   accepted events of the date in (partition, offset) order, each one
  *	   canonical CSV line (csv.c) streamed to a temporary file and through
  *	   SHA-256: the digest is source_hash.  A bitmap marks the first event of
- *	   each natural key.  No event: ERROR P0002, and nothing was written;
+ *	   each natural key.  No event: ERROR P0002, and nothing was written.
+ *	   close_date() (close.c) selects only what lies below its marks; a date
+ *	   it closed is refused here when the selection changed since, unless
+ *	   reopen (bridge_closing.c);
  *	4. adapter version (bridge_adapter.c): the CSV at its content address
  *	   adapter/business_date=<date>/source_hash=<hex>/events.csv with a
  *	   provenance.json, and its row in adapter_versions, created or reused;
@@ -34,7 +37,12 @@
  *	7. the eight quality checks (bridge_checks.c);
  *	8. when all pass, the run is "processed" and gold becomes a new current
  *	   snapshot of the date; otherwise the run is "failed_quality" and gold
- *	   stays as it was (bridge_gold.c).
+ *	   stays as it was (bridge_gold.c).  Gold and snapshot carry the closing
+ *	   status: provisional, or reopened for a date that was closed.
+ *
+ * close_date() runs the same steps through kl_bridge_create, kl_bridge_gather,
+ * kl_bridge_adapter and kl_bridge_process, and decides itself what a
+ * processed input becomes (close.c).
  *
  * ONE TRANSACTION, AND THE FILES
  *

@@ -41,6 +41,10 @@
  * kafka_lake is in shared_preload_libraries; _PG_init therefore does nothing
  * that needs a database (it runs in the postmaster then).
  *
+ * With shared_preload_libraries, _PG_init also asks for the small shared
+ * memory table that keeps the last error of a failed land() for
+ * source_status (source_status.c).
+ *
  * IDENTIFICATION
  *	  src/kafka_lake.c
  *

@@ -39,7 +39,11 @@
  *
  * Then the next window, until the partition reaches its high watermark,
  * the call reaches max_records or its timeout.  replay() runs the same steps
- * on an explicit range, except step 6: it never commits (I6).
+ * on an explicit range, except step 6: it never commits (I6).  Once the
+ * partitions are done, land() records in one statement what source_status
+ * shows of each partition it owned (catalog_status.c); a land() that fails
+ * leaves its error in shared memory instead (source_status.c), since its
+ * transaction rolls back.
  *
  * TRANSACTION BOUNDARIES, AND WHY THE DISK IS THE TRUTH
  *
@@ -183,6 +187,8 @@ typedef struct KlLandCall
 	const int64 *marks;			/* per partition: land below it only; NULL:
 								 * up to the high watermark */
 	int64	   *reached;		/* per partition: landed below this offset */
+	int64	   *last_offset;	/* per partition: the last record polled, -1 */
+	int64	   *last_timestamp_ms;	/* its timestamp, -1: none */
 } KlLandCall;
 
 /* One result row */
@@ -613,6 +619,12 @@ kl_process_window(KlLandCall *call)
 	List	   *rows = NIL;
 	ListCell   *cell;
 	int64		next_offset = recs[n - 1].offset + 1;
+
+	if (call->last_offset != NULL)
+	{
+		call->last_offset[p] = recs[n - 1].offset;
+		call->last_timestamp_ms[p] = recs[n - 1].timestamp_ms;
+	}
 
 	/* fingerprints, then what is already durable */
 	for (int i = 0; i < n; i++)
@@ -1187,9 +1199,11 @@ kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
 		else
 			memcpy(m->marks, call.high, sizeof(int64) * n);
 		m->reached = call.reached = palloc(sizeof(int64) * n);
+		m->last_offset = call.last_offset = palloc(sizeof(int64) * n);
+		m->last_timestamp_ms = call.last_timestamp_ms = palloc(sizeof(int64) * n);
 		m->behind = palloc0(sizeof(KlBehindReason) * n);
 		for (int p = 0; p < n; p++)
-			call.reached[p] = -1;
+			call.reached[p] = call.last_offset[p] = call.last_timestamp_ms[p] = -1;
 		call.marks = m->marks;
 
 		kl_land_partitions(&call, committed, m->behind);

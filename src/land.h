@@ -42,6 +42,9 @@ typedef struct KlLandMarks
 								 * -1: nothing */
 	int64	   *reached;		/* per partition: landed below this offset, -1
 								 * when the landing did not get there */
+	int64	   *last_offset;	/* per partition: the last record the call
+								 * polled (below the mark), -1: none */
+	int64	   *last_timestamp_ms;	/* its timestamp, -1: none */
 	KlBehindReason *behind;		/* per partition */
 	int32		partition;		/* being landed when an error came, -1: none */
 } KlLandMarks;
