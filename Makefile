@@ -39,7 +39,13 @@ OBJS = \
 	src/bridge_adapter.o \
 	src/bridge_silver.o \
 	src/bridge_checks.o \
-	src/bridge_gold.o
+	src/bridge_gold.o \
+	src/bridge_closing.o \
+	src/catalog_close.o \
+	src/catalog_status.o \
+	src/source_status.o \
+	src/close.o \
+	src/late_events.o
 
 EXTENSION = kafka_lake
 DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql

@@ -14,7 +14,9 @@
  * file size, lines, CRC-32C; a mismatch is XX001), and the lines are read
  * by the fast path of batch_format.c, which takes every line land() writes
  * (a DEBUG1 line counts the lines it did not take).  Kept: the lines whose
- * event has the date, except coordinates that recover() demoted.  No event
+ * event has the date, except coordinates that recover() demoted, and, when
+ * close_date() bridges, except what lies at or past a partition's mark (a
+ * batch wholly past it is not opened).  No event
  * is ERROR P0002, and nothing was written (the temporary file is created at
  * the first selected event).
  *
@@ -180,6 +182,20 @@ kl_natural_key(StringInfo key, const char *wo, size_t wo_len,
 }
 
 /*
+ * kl_bridge_below_marks
+ *		Does a closing of the date select this coordinate?  A closing
+ *		(close.c) selects only what lies below each partition's mark; a
+ *		plain bridge selects everything.
+ */
+static inline bool
+kl_bridge_below_marks(const KlBridge *b, int32 partition, int64 offset)
+{
+	if (b->through == NULL)
+		return true;
+	return partition < b->nthrough && offset < b->through[partition];
+}
+
+/*
  * kl_mark_first_seen
  *		Selected event number event is the first of its natural key.
  */
@@ -254,6 +270,8 @@ kl_bridge_select(KlBridge *b, List *batches)
 		const char *text;
 		size_t		len;
 
+		if (!kl_bridge_below_marks(b, batch->partition, batch->first_offset))
+			continue;
 		MemoryContextSwitchTo(batch_cxt);
 		kl_check_manifest(b->src, batch);
 		kl_reader_open(&reader, b->src, batch, KL_FILE_ACCEPTED);
@@ -287,6 +305,8 @@ kl_bridge_select(KlBridge *b, List *batches)
 				if (strcmp(scratch[KL_CSV_BUSINESS_DATE].data, b->date_text) != 0)
 					continue;
 			}
+			if (!kl_bridge_below_marks(b, batch->partition, line.offset))
+				continue;
 			idx = kl_batch_coordinate_index(batch, line.offset);
 			if (idx < 0 || batch->fingerprints == NULL || idx >= batch->nfingerprints)
 				kl_bad_line(psprintf("offset %lld is not a coordinate of its batch",

@@ -33,7 +33,8 @@
  * (I3) must be enforced by the database across concurrent sessions.
  *
  * Every statement on the catalog is here, or in catalog_bridge.c for the
- * bridge's own tables: callers get C structs (KlSource, KlBatch, ...) and
+ * bridge's own tables, catalog_close.c for the certificates of closed dates
+ * and catalog_status.c for partition_state: callers get C structs (KlSource, KlBatch, ...) and
  * never see SQL.  kafka_lake.batches in particular has one reader,
  * kl_catalog_scan_batches, for the foreign table, the bridge, recover() and
  * verify().  What must go faster than SQL allows (the accepted event_ids of
