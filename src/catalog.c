@@ -699,7 +699,7 @@ kl_catalog_has_contracts(void)
  *		sessions committed and what this transaction inserted.
  */
 static int
-kl_mark_known_events(KlSource *src, int32 partition, KlRecord *recs, int n)
+kl_mark_known_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 {
 	Relation	rel;
 	Relation	idx;
@@ -718,9 +718,9 @@ kl_mark_known_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 
 	for (int i = 0; i < n; i++)
 	{
-		KlRecord   *r = &recs[i];
+		KlIdentity *r = &recs[i];
 
-		if (r->status != KL_STATUS_ACCEPTED || r->reserved || r->event.event_id == NULL)
+		if (r->status != KL_STATUS_ACCEPTED || r->reserved || !r->has_event_id)
 			continue;
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -756,13 +756,13 @@ kl_mark_known_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 
 /*
  * kl_record_key_cmp
- *		qsort comparator of records by event key.
+ *		qsort comparator of identities by event key.
  */
 static int
 kl_record_key_cmp(const void *a, const void *b)
 {
-	return memcmp((*(KlRecord *const *) a)->event_key.data,
-				  (*(KlRecord *const *) b)->event_key.data, UUID_LEN);
+	return memcmp((*(KlIdentity *const *) a)->event_key.data,
+				  (*(KlIdentity *const *) b)->event_key.data, UUID_LEN);
 }
 
 /*
@@ -777,12 +777,12 @@ kl_record_key_cmp(const void *a, const void *b)
  *		violation that kl_try_insert_events catches.
  */
 static void
-kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
+kl_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 {
 	Relation	rel = table_open(kl_catalog_relid("accepted_events"), RowExclusiveLock);
 	List	   *indexes = RelationGetIndexList(rel);
 	KlBulkInsert w;
-	KlRecord  **order;
+	KlIdentity **order;
 	int			ncand = 0;
 
 	if (list_length(indexes) != 1)
@@ -797,14 +797,14 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	 * Insert in key order: consecutive keys land on neighbouring leaf pages,
 	 * so each descent of the index walks pages the previous one just warmed.
 	 */
-	order = palloc(sizeof(KlRecord *) * n);
+	order = palloc(sizeof(KlIdentity *) * n);
 	for (int i = 0; i < n; i++)
 	{
 		if (recs[i].status == KL_STATUS_ACCEPTED && !recs[i].reserved &&
-			recs[i].event.event_id != NULL)
+			recs[i].has_event_id)
 			order[ncand++] = &recs[i];
 	}
-	qsort(order, ncand, sizeof(KlRecord *), kl_record_key_cmp);
+	qsort(order, ncand, sizeof(KlIdentity *), kl_record_key_cmp);
 
 	for (int i = 0; i < ncand; i++)
 	{
@@ -827,7 +827,7 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
  *		session accepted one of them first (unique violation).
  */
 static bool
-kl_try_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
+kl_try_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -877,17 +877,66 @@ kl_try_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 void
 kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 {
+	KlIdentity *ids = palloc(sizeof(KlIdentity) * n);
+
+	kl_identities_of(recs, n, ids);
+	kl_catalog_reserve_identities(src, partition, ids, n);
+	kl_identities_apply(ids, n, recs);
+	pfree(ids);
+}
+
+/*
+ * kl_catalog_reserve_identities
+ *		kl_catalog_reserve_events on the identities of the records alone
+ *		(what land() reserves while its helper thread writes the records'
+ *		files: the records themselves are not touched).
+ */
+void
+kl_catalog_reserve_identities(KlSource *src, int32 partition, KlIdentity *ids, int n)
+{
 	KlCatalogSave cs;
 
 	cs = kl_catalog_begin();
 	/* usually every candidate is new: insert first, look up only on conflict */
-	if (!kl_try_insert_events(src, partition, recs, n))
+	if (!kl_try_insert_events(src, partition, ids, n))
 	{
-		while (kl_mark_known_events(src, partition, recs, n) > 0 &&
-			   !kl_try_insert_events(src, partition, recs, n))
+		while (kl_mark_known_events(src, partition, ids, n) > 0 &&
+			   !kl_try_insert_events(src, partition, ids, n))
 			CHECK_FOR_INTERRUPTS();
 	}
 	kl_catalog_end(cs);
+}
+
+/*
+ * kl_identities_of, kl_identities_apply
+ *		The identities of records, and the decisions taken on them back
+ *		into the records.
+ */
+void
+kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids)
+{
+	for (int i = 0; i < n; i++)
+	{
+		ids[i].event_key = recs[i].event_key;
+		ids[i].offset = recs[i].offset;
+		ids[i].dup_partition = recs[i].dup_partition;
+		ids[i].dup_offset = recs[i].dup_offset;
+		ids[i].status = recs[i].status;
+		ids[i].reserved = recs[i].reserved;
+		ids[i].has_event_id = recs[i].event.event_id != NULL;
+	}
+}
+
+void
+kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs)
+{
+	for (int i = 0; i < n; i++)
+	{
+		recs[i].status = ids[i].status;
+		recs[i].reserved = ids[i].reserved;
+		recs[i].dup_partition = ids[i].dup_partition;
+		recs[i].dup_offset = ids[i].dup_offset;
+	}
 }
 
 /*

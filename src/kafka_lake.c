@@ -84,6 +84,8 @@ static bool kl_fault_armed = false;
 static const char *const kl_fault_points[] = {
 	"after_staging_write",
 	"after_rename",
+	"while_writing",
+	"cancel_while_writing",
 	"after_landing_before_commit",
 	"after_commit",
 	"bridge_before_gold",
@@ -441,6 +443,7 @@ kl_check_fault_injection(char **newval, void **extra, GucSource source)
 	}
 	GUC_check_errdetail("Unknown fault injection point \"%s\".", *newval);
 	GUC_check_errhint("Use one of after_staging_write, after_rename, "
+					  "while_writing, cancel_while_writing, "
 					  "after_landing_before_commit, after_commit, "
 					  "bridge_before_gold.");
 	return false;
@@ -459,7 +462,9 @@ kl_assign_fault_injection(const char *newval, void *extra)
 /*
  * kl_fault_point
  *		Raise the injected ERROR if the setting names this point and it has
- *		not fired since it was set.
+ *		not fired since it was set.  A point named cancel_... does not
+ *		raise: it makes a cancel request arrive, as pg_cancel_backend()
+ *		would, which the next interrupt check raises.
  */
 void
 kl_fault_point(const char *point)
@@ -469,6 +474,12 @@ kl_fault_point(const char *point)
 		return;
 
 	kl_fault_armed = false;
+	if (strncmp(point, "cancel_", 7) == 0)
+	{
+		QueryCancelPending = true;
+		InterruptPending = true;
+		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
 			 errmsg("kafka_lake fault injection: %s", point),
