@@ -755,15 +755,25 @@ kl_mark_known_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 }
 
 /*
- * kl_record_key_cmp
- *		qsort comparator of identities by event key.
+ * kl_sort_identities
+ *		Sort identities by event key: PostgreSQL's sort template with the
+ *		16-byte comparison inlined (qsort() through a comparator function
+ *		cost 5 % of the backend's time in a landing).
  */
-static int
-kl_record_key_cmp(const void *a, const void *b)
+typedef KlIdentity *KlIdentityRef;
+
+static inline int
+kl_identity_key_cmp(const KlIdentityRef *a, const KlIdentityRef *b)
 {
-	return memcmp((*(KlIdentity *const *) a)->event_key.data,
-				  (*(KlIdentity *const *) b)->event_key.data, UUID_LEN);
+	return memcmp((*a)->event_key.data, (*b)->event_key.data, UUID_LEN);
 }
+
+#define ST_SORT kl_sort_identities
+#define ST_ELEMENT_TYPE KlIdentityRef
+#define ST_COMPARE(a, b) kl_identity_key_cmp(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /*
  * kl_insert_events
@@ -804,7 +814,7 @@ kl_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 			recs[i].has_event_id)
 			order[ncand++] = &recs[i];
 	}
-	qsort(order, ncand, sizeof(KlIdentity *), kl_record_key_cmp);
+	kl_sort_identities(order, ncand);
 
 	for (int i = 0; i < ncand; i++)
 	{
