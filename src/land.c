@@ -108,13 +108,37 @@
  * every error raised while the call lands its partitions carries, in its
  * detail, what this call committed and what it landed without committing.
  *
+ * TWO THREADS
+ *
+ * Steps 2 to 4 of a window use both cores (the rules: land_worker.c).  The
+ * backend polls the window and looks up what is durable; then the
+ * fingerprints, judgements and event keys of the window's records are
+ * computed half on the helper thread, half on the backend (kl_judge_window);
+ * the backend decides event_ids within each run of new coordinates, and
+ * while it reserves them in accepted_events the helper writes the run's
+ * batch into its staging directory with the statuses the window gave
+ * (kl_land_run).  When the reservation changed none of them (the usual
+ * case: a new event_id), the backend renames the directory into place;
+ * when it did (an event_id accepted earlier, or by a concurrent session),
+ * it removes the directory and writes the batch again itself.  Either way
+ * nothing is renamed before the statuses are final, so the protocol, its
+ * invariants and its fault points (all on the backend) are unchanged.
+ * Measured on 1,000,000 events over 100 partitions (bench/land.sh, 2-vCPU
+ * machine): the reservation takes about half of the backend's time, and the
+ * writing it hides (about a quarter of the single-threaded landing) now
+ * costs the backend only its wait for the last few milliseconds of each
+ * batch's files.
+ *
  * MEMORY
  *
  * A window's records are kept as librdkafka messages (used in place, no
  * copy) plus one KlRecord each, in a memory context reset per window; the
- * prefetch queue is sized from the same settings (kafka.c).  Backend memory
- * is therefore bounded by about twice batch_max_bytes, whatever the size of
- * the topic or of max_records.
+ * prefetch queue is sized from the same settings (kafka.c).  The helper's
+ * half of the window's events lives in its own arenas, reset per window
+ * like the backend's; what the reservation works on while the helper
+ * writes is 40 bytes per record (KlIdentity).  Backend memory is therefore
+ * bounded by about twice batch_max_bytes, whatever the size of the topic
+ * or of max_records.
  *
  * IDENTIFICATION
  *	  src/land.c

@@ -155,7 +155,8 @@ kl_worker_start(KlJobFn fn, void *arg)
 				old;
 	int			rc;
 
-	Assert(!w->started);
+	/* one job at a time: a job still out (never the case) is stopped first */
+	kl_worker_stop();
 	if (!kl_worker_callbacks)
 	{
 		RegisterXactCallback(kl_worker_xact_callback, NULL);

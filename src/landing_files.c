@@ -37,8 +37,8 @@
  * longest line, its files are opened with open(2) and its digests are
  * OpenSSL's own), so that land() can run it on its helper thread while the
  * backend reserves the unit's event_ids (land.c).  It closes every file it
- * opened on every path of its own; on the backend it also does so before
- * it lets a pending interrupt raise.
+ * opened on every path of its own; on the backend, kl_write_unit closes
+ * them should an interrupt raise in the middle.
  *
  * The source directory and its marker.  The landing directory belongs to the
  * cluster while sources belong to a database, so every source directory
@@ -751,7 +751,17 @@ kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n, const char 
 	KlUnitWrite *u = kl_unit_begin(src, partition, recs, n, contract, contract_version,
 								   readmit_of, out);
 
-	kl_unit_write(u, NULL);
+	/* an interrupt raised while writing must not leave the files open */
+	PG_TRY();
+	{
+		kl_unit_write(u, NULL);
+	}
+	PG_CATCH();
+	{
+		kl_unit_close_all(u);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	kl_unit_finish(u);
 }
 
@@ -831,11 +841,11 @@ kl_unit_begin(KlSource *src, int32 partition, KlRecord *recs, int n, const char 
  *		Write, hash and fsync the unit's four files into its staging
  *		directory.  Calls nothing of PostgreSQL's that allocates, reports,
  *		or looks at interrupts, so that it can run on the landing's helper
- *		thread (land.c); on the backend (cancel NULL) it checks for
- *		interrupts, closing its files first when one is pending.  A failure
- *		is remembered in u and reported by kl_unit_finish; a set *cancel
- *		stops it at the next line.  It closes every file it opened on every
- *		path.
+ *		thread (land.c); on the backend (cancel NULL, only through
+ *		kl_write_unit, which closes the files should an interrupt raise) it
+ *		checks for interrupts.  A failure is remembered in u and reported by
+ *		kl_unit_finish; a set *cancel stops it within 1,024 lines.  It
+ *		closes every file it opened on every path of its own.
  */
 void
 kl_unit_write(KlUnitWrite *u, const volatile bool *cancel)
@@ -854,12 +864,9 @@ kl_unit_write(KlUnitWrite *u, const volatile bool *cancel)
 
 		if ((i & 1023) == 0)
 		{
-			if (cancel == NULL && INTERRUPTS_PENDING_CONDITION())
-			{
-				kl_unit_close_all(u);
+			if (cancel == NULL)
 				CHECK_FOR_INTERRUPTS();
-			}
-			if (cancel != NULL && *cancel)
+			else if (*cancel)
 			{
 				kl_out_fail(u, NULL, KL_WOP_CANCELLED, 0);
 				ok = false;
