@@ -24,6 +24,12 @@
  *	  if the reservation changed a status the files were written with (an
  *	  event_id another window or session accepted first), removes it and
  *	  writes the unit again itself.
+ * What a job does call of PostgreSQL's is pure code that neither
+ * allocates nor reports: the StringInfo appenders into buffers sized
+ * beforehand (so they never grow), pg_ltoa, j2date, pg_b64_encode, the
+ * UTF-8 verifier, CRC-32C and PostgreSQL's snprintf; the rest is libc,
+ * OpenSSL and ICU (contract.c says what judging calls).
+ *
  * A job reads only memory the backend does not change until the job is
  * joined (the backend reserves on a copy of the unit's records), and
  * writes only its own results and its own malloc'd memory (its judging
