@@ -86,7 +86,6 @@ static const char *const kl_fault_points[] = {
 	"after_rename",
 	"while_writing",
 	"cancel_while_writing",
-	"cancel_while_judging",
 	"after_landing_before_commit",
 	"after_commit",
 	"bridge_before_gold",
@@ -444,7 +443,7 @@ kl_check_fault_injection(char **newval, void **extra, GucSource source)
 	}
 	GUC_check_errdetail("Unknown fault injection point \"%s\".", *newval);
 	GUC_check_errhint("Use one of after_staging_write, after_rename, "
-					  "while_writing, cancel_while_writing, cancel_while_judging, "
+					  "while_writing, cancel_while_writing, "
 					  "after_landing_before_commit, after_commit, "
 					  "bridge_before_gold.");
 	return false;

@@ -110,11 +110,10 @@
  *
  * TWO THREADS
  *
- * Steps 1 to 4 of a window use both cores (the rules: land_worker.c).
- * While the backend polls the window, the helper thread fingerprints,
- * judges and keys the records already polled (kl_stream_judge); once the
- * window is polled and what is durable looked up, what is left is judged
- * half on the helper thread, half on the backend (kl_judge_window);
+ * Steps 2 to 4 of a window use both cores (the rules: land_worker.c).  The
+ * backend polls the window and looks up what is durable; then the
+ * fingerprints, judgements and event keys of the window's records are
+ * computed half on the helper thread, half on the backend (kl_judge_window);
  * the backend decides event_ids within each run of new coordinates, and
  * while it reserves them in accepted_events the helper writes the run's
  * batch into its staging directory with the statuses the window gave
@@ -199,8 +198,6 @@ typedef struct KlLandCall
 	KlPool    *w_scratch;
 	bool		split_judging;	/* the helper judges half of each window */
 	KlRecord   *recs;			/* the window */
-	int			judged;			/* recs[0..judged) judged while polling */
-	bool		streaming;		/* a job judges recs[judged..) meanwhile */
 	int			nrecs;
 	size_t		bytes;
 	/* per partition */
@@ -265,14 +262,6 @@ typedef struct KlJudgeJob
 	void	   *sha;			/* a digest context of this job's thread */
 	int			failed_at;		/* record whose judgement ran out of memory */
 } KlJudgeJob;
-
-/* the job that judges records while the window is being polled */
-static KlJudgeJob kl_stream_job;
-
-/* digest contexts of the backend's judging [0] and the helper's [1] */
-static void *kl_judge_sha[2];
-
-static void kl_stream_judge(KlLandCall *call, bool finish);
 
 /*
  * kl_remaining_ms
@@ -496,8 +485,6 @@ kl_poll_window(KlLandCall *call, int64 stop)
 
 	call->nrecs = 0;
 	call->bytes = 0;
-	call->judged = 0;
-	Assert(!call->streaming);
 	for (;;)
 	{
 		rd_kafka_message_t *msg;
@@ -605,7 +592,6 @@ kl_poll_window(KlLandCall *call, int64 stop)
 		call->bytes += r->key_len + r->value_len;
 		call->polled++;
 		call->polled_records++;
-		kl_stream_judge(call, false);
 
 		if (msg->offset + 1 >= stop)
 			return true;
@@ -702,7 +688,7 @@ kl_judge_job(void *arg, const volatile bool *cancel)
 static void
 kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 {
-	void	  **sha = kl_judge_sha;
+	static void *sha[2];
 	KlJudgeJob	jobs[2];
 	int			half = (call->split_judging && n >= 256) ? n / 2 : n;
 
@@ -752,60 +738,6 @@ kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 							   (long long) jobs[t].recs[jobs[t].failed_at].offset,
 							   call->contract->name)));
 	}
-}
-
-/*
- * kl_stream_judge
- *		While a window is polled: once the helper is free and 2,048 polled
- *		records wait, hand them to it (it judges them while the backend
- *		waits for librdkafka); finish: wait for the job that is out.  Only
- *		records already polled are handed over, and the backend only
- *		appends after them, so the two threads never touch the same record.
- *		Whether a record is reused is known only after the poll: one judged
- *		meanwhile is judged for nothing.  kl_land_range stops the job should
- *		an ERROR come first.
- */
-static void
-kl_stream_judge(KlLandCall *call, bool finish)
-{
-	KlJudgeJob *job = &kl_stream_job;
-
-	if (!call->split_judging)
-		return;
-	if (call->streaming)
-	{
-		if (!finish && !kl_worker_done())
-			return;
-		kl_worker_wait();
-		call->streaming = false;
-		if (job->failed_at >= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory"),
-					 errdetail("Judging the record at offset %lld against contract \"%s\" needed more memory than the system gave.",
-							   (long long) job->recs[job->failed_at].offset,
-							   call->contract->name)));
-		call->judged += job->n;
-	}
-	if (finish || call->nrecs - call->judged < 2048)
-		return;
-	if (kl_judge_sha[1] == NULL && (kl_judge_sha[1] = kl_sha256_thread_ctx()) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
-	job->contract = call->contract;
-	job->topic = call->src->topic;
-	job->partition = call->partition;
-	job->source_id = call->src->source_id;
-	job->recs = call->recs + call->judged;
-	job->n = call->nrecs - call->judged;
-	job->events = call->w_events;
-	job->scratch = call->w_scratch;
-	job->sha = kl_judge_sha[1];
-	job->failed_at = -1;
-	kl_worker_start(kl_judge_job, job);
-	call->streaming = true;
-	kl_fault_point("cancel_while_judging");
 }
 
 /*
@@ -988,13 +920,8 @@ kl_process_window(KlLandCall *call)
 		call->last_timestamp_ms[p] = recs[n - 1].timestamp_ms;
 	}
 
-	/*
-	 * What is already durable, then fingerprints and judgements (the job
-	 * that judged while the window was polled is joined before any status
-	 * is set).
-	 */
+	/* what is already durable, then fingerprints and judgements */
 	durable = kl_catalog_durable(src, p, recs[0].offset, recs[n - 1].offset);
-	kl_stream_judge(call, true);
 	if (durable != NULL)
 	{
 		int			d = 0;
@@ -1007,7 +934,7 @@ kl_process_window(KlLandCall *call)
 				recs[i].status = KL_STATUS_REUSED;
 		}
 	}
-	kl_judge_window(call, recs + call->judged, n - call->judged);
+	kl_judge_window(call, recs, n);
 	if (durable != NULL)
 	{
 		int			d = 0;
@@ -1111,28 +1038,17 @@ kl_land_range(KlLandCall *call, int64 start, int64 stop)
 	MemoryContext old;
 
 	kl_kafka_assign(call->kk, call->src->topic, call->partition, start);
-	/* a job judging what is being polled must not outlive an ERROR */
-	PG_TRY();
+	while (!done && !call->stop)
 	{
-		while (!done && !call->stop)
-		{
-			MemoryContextReset(call->window_cxt);
-			kl_pool_reset(call->events);
-			kl_pool_reset(call->w_events);
-			old = MemoryContextSwitchTo(call->window_cxt);
-			done = kl_poll_window(call, stop);
-			if (call->nrecs > 0)
-				kl_process_window(call);
-			MemoryContextSwitchTo(old);
-		}
+		MemoryContextReset(call->window_cxt);
+		kl_pool_reset(call->events);
+		kl_pool_reset(call->w_events);
+		old = MemoryContextSwitchTo(call->window_cxt);
+		done = kl_poll_window(call, stop);
+		if (call->nrecs > 0)
+			kl_process_window(call);
+		MemoryContextSwitchTo(old);
 	}
-	PG_CATCH();
-	{
-		kl_worker_stop();
-		call->streaming = false;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
 	kl_kafka_unassign(call->kk);
 }
 

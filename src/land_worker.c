@@ -12,13 +12,10 @@
  * (reserving event_ids in accepted_events, the catalog rows, the Kafka
  * commit).  The first kind runs here, on one helper thread, as a job; the
  * backend's thread keeps every PostgreSQL call: catalog access, palloc,
- * ereport, CHECK_FOR_INTERRUPTS, fault points, librdkafka.  The jobs
+ * ereport, CHECK_FOR_INTERRUPTS, fault points, librdkafka.  Two jobs exist
  * (land.c):
- *	- judging while polling: records already polled are fingerprinted,
- *	  judged and keyed here, 2,048 or more at a time, while the backend
- *	  polls the rest of the window (mostly waiting for librdkafka);
- *	- judging the rest: once the window is polled, the second half of what
- *	  is left is judged here while the backend does the first half (a
+ *	- judging: the second half of a window's records is fingerprinted,
+ *	  judged and keyed here while the backend does the first half (a
  *	  contract with a "pattern" is judged on the backend alone: PostgreSQL's
  *	  regular expressions allocate with palloc and keep global state);
  *	- writing: the unit's four files are written into its staging directory
@@ -42,7 +39,7 @@
  *
  * ONE JOB, JOINED BEFORE THE BACKEND GOES ON
  *
- * A thread is created for each job and joined when it ends (a few hundred
+ * A thread is created for each job and joined when it ends (about 200
  * jobs per million records: creating a thread costs some 30 microseconds),
  * so no thread exists between jobs, none survives the call, and the helper
  * never holds state across windows.  It is created with every signal
@@ -53,9 +50,8 @@
  *
  * The backend waits for a job in kl_worker_wait, 10 ms at a time, checking
  * for interrupts in between.  Every piece of backend code that runs while
- * a job is out (the polling, its own half of the judging, the reservation,
- * the wait) is inside a PG_TRY whose PG_CATCH calls kl_worker_stop before
- * re-throwing:
+ * a job is out (its own half of the judging, the reservation, the wait) is
+ * inside a PG_TRY whose PG_CATCH calls kl_worker_stop before re-throwing:
  * it sets the job's cancel flag, which the job checks every 1,024 records
  * and before each file, and joins the thread (a write(2) or fsync(2) in
  * progress finishes first; nothing else blocks).  So an ERROR, a cancel,
@@ -199,24 +195,6 @@ bool
 kl_worker_busy(void)
 {
 	return kl_worker.started;
-}
-
-/*
- * kl_worker_done
- *		Has the job that is out ended (true when none is out)?  Never waits.
- */
-bool
-kl_worker_done(void)
-{
-	KlWorker   *w = &kl_worker;
-	bool		done;
-
-	if (!w->started)
-		return true;
-	pthread_mutex_lock(&w->lock);
-	done = w->done;
-	pthread_mutex_unlock(&w->lock);
-	return done;
 }
 
 /*

@@ -23,6 +23,5 @@ extern void kl_worker_start(KlJobFn fn, void *arg);
 extern void kl_worker_wait(void);
 extern void kl_worker_stop(void);
 extern bool kl_worker_busy(void);
-extern bool kl_worker_done(void);
 
 #endif							/* KAFKA_LAKE_LAND_WORKER_H */
