@@ -301,6 +301,7 @@ kl_gold_add(KlBridge *b, KlGoldDef *g, StringInfo key, char **f, int *lens,
 		{
 			MemoryContext old = MemoryContextSwitchTo(b->cxt);
 			Datum		v = nums[c];
+			Datum		prev = a->num;
 
 			if (mt->op == KL_METRIC_SUM || mt->op == KL_METRIC_AVG)
 				a->num = a->has ? DirectFunctionCall2(numeric_add, a->num, v) : datumCopy(v, false, -1);
@@ -309,6 +310,8 @@ kl_gold_add(KlBridge *b, KlGoldDef *g, StringInfo key, char **f, int *lens,
 					  DatumGetInt32(DirectFunctionCall2(numeric_cmp, v, a->num)) < 0 :
 					  DatumGetInt32(DirectFunctionCall2(numeric_cmp, v, a->num)) > 0))
 				a->num = datumCopy(v, false, -1);
+			if (a->has && a->num != prev)
+				pfree(DatumGetPointer(prev));
 			MemoryContextSwitchTo(old);
 		}
 		a->has = true;
