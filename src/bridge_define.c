@@ -57,6 +57,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
@@ -966,8 +967,9 @@ kl_name_arg(FunctionCallInfo fcinfo, int argno, const char *what, int maxlen,
 
 /*
  * kl_probe_sql
- *		Run the owner's SQL over no silver rows, as the calling role, and
- *		return its result's columns.  An error in it is the owner's, with
+ *		Run the owner's SQL over no silver rows, as the calling role and
+ *		with the search_path its function will have, and return its result's
+ *		columns.  An error in it is the owner's, with
  *		its own SQLSTATE.
  */
 static TupleDesc
@@ -975,12 +977,17 @@ kl_probe_sql(const KlLayout *lay, const char *sql, bool as_text, const char *wha
 {
 	TupleDesc	desc;
 	MemoryContext caller = CurrentMemoryContext;
+	int			gucs;
 	char	   *probe = psprintf("WITH silver AS (SELECT * FROM kafka_lake.%s WHERE false)"
 								 " SELECT %s FROM (%s\n) q LIMIT 0",
 								 quote_identifier(lay->silver), as_text ? "q::text" : "*", sql);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* the search_path the function will have */
+	gucs = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	PG_TRY();
 	{
 		if (SPI_execute(probe, true, 0) != SPI_OK_SELECT)
@@ -1008,6 +1015,7 @@ kl_probe_sql(const KlLayout *lay, const char *sql, bool as_text, const char *wha
 	PG_END_TRY();
 	MemoryContextSwitchTo(caller);
 	desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	AtEOXact_GUC(true, gucs);
 	SPI_finish();
 	return desc;
 }

@@ -178,16 +178,6 @@ kl_csv_int(KlCsvReader *r, const char *s, int len, const char *column)
 	return v;
 }
 
-/*
- * kl_text_datum
- *		A text datum of a CSV field.
- */
-static inline Datum
-kl_text_datum(const char *s, int len)
-{
-	return PointerGetDatum(cstring_to_text_with_len(s, len));
-}
-
 /* How a CSV field becomes a silver column */
 typedef enum KlConv
 {
@@ -225,12 +215,31 @@ kl_gold_add(KlBridge *b, KlGoldDef *g, StringInfo key, char **f, int *lens,
 	for (int i = 0; i < g->ngrain; i++)
 	{
 		int			c = g->grain_field[i];
+		const KlBridgeField *fd = &b->layout->fields[c];
 
-		if (lens[c] == 0 && !b->layout->fields[c].required)
+		if (lens[c] == 0 && !fd->required)
 		{
 			uint32		l = PG_UINT32_MAX;
 
 			appendBinaryStringInfo(key, (const char *) &l, sizeof(l));
+		}
+		else if (fd->date_time)
+		{
+			/* one instant, one group, however it is written */
+			TimestampTz t;
+
+			if (!kl_parse_event_time(f[c], lens[c], &t))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("CSV field %s is not an ISO-8601 timestamp with a time zone", fd->name)));
+			appendBinaryStringInfo(key, (const char *) &t, sizeof(t));
+		}
+		else if (fd->kind == KL_FIELD_NUMBER)
+		{
+			/* one value, one group: 5 and 5.0 are one number, as silver has it */
+			char	   *n = numeric_normalize(DatumGetNumeric(nums[c]));
+
+			kl_keyset_append_part(key, n, strlen(n));
 		}
 		else
 			kl_keyset_append_part(key, f[c], lens[c]);
@@ -259,9 +268,15 @@ kl_gold_add(KlBridge *b, KlGoldDef *g, StringInfo key, char **f, int *lens,
 		for (int i = 0; i < g->ngrain; i++)
 		{
 			int			c = g->grain_field[i];
+			char	   *v;
 
-			g->values[g->ngroups * Max(g->ngrain, 1) + i] =
-				(lens[c] == 0 && !b->layout->fields[c].required) ? NULL : pnstrdup(f[c], lens[c]);
+			if (lens[c] == 0 && !b->layout->fields[c].required)
+				v = NULL;
+			else if (b->layout->fields[c].kind == KL_FIELD_NUMBER)
+				v = DatumGetCString(DirectFunctionCall1(numeric_out, nums[c]));
+			else
+				v = pnstrdup(f[c], lens[c]);
+			g->values[g->ngroups * Max(g->ngrain, 1) + i] = v;
 		}
 		memset(&g->acc[g->ngroups * g->nmetrics], 0, sizeof(KlAcc) * g->nmetrics);
 		*group = g->ngroups++;
@@ -364,6 +379,9 @@ kl_bridge_load_silver(KlBridge *b)
 			if (g->metrics[m].field >= 0 && !g->metrics[m].integer &&
 				g->metrics[m].op != KL_METRIC_COUNT)
 				need_num[g->metrics[m].field] = true;
+		for (int i = 0; i < g->ngrain; i++)
+			if (lay->fields[g->grain_field[i]].kind == KL_FIELD_NUMBER)
+				need_num[g->grain_field[i]] = true;
 	}
 	rel = table_open(kl_catalog_relid(lay->silver), RowExclusiveLock);
 	kl_bridge_check_silver_layout(rel, lay);
@@ -438,6 +456,8 @@ kl_bridge_load_silver(KlBridge *b)
 		TupleTableSlot *slot;
 		Datum	   *v;
 		bool	   *isnull;
+		Size		text_room;
+		char	   *texts;
 
 		if (n != ncol)
 			ereport(ERROR,
@@ -471,6 +491,12 @@ kl_bridge_load_silver(KlBridge *b)
 			v[date_att] = DateADTGetDatum(b->date);
 			isnull[date_att] = false;
 		}
+		/* the text values of the row, in one allocation */
+		text_room = 0;
+		for (int c = 0; c < ncol; c++)
+			if (map[c].conv == KL_CONV_TEXT && (lens[c] > 0 || map[c].empty_is_text))
+				text_room += INTALIGN(VARHDRSZ + lens[c]);
+		texts = text_room ? palloc(text_room) : NULL;
 		for (int c = 0; c < ncol; c++)
 		{
 			const KlSilverMap *m = &map[c];
@@ -484,7 +510,10 @@ kl_bridge_load_silver(KlBridge *b)
 			switch (m->conv)
 			{
 				case KL_CONV_TEXT:
-					d = kl_text_datum(s, len);
+					SET_VARSIZE(texts, VARHDRSZ + len);
+					memcpy(VARDATA(texts), s, len);
+					d = PointerGetDatum(texts);
+					texts += INTALIGN(VARHDRSZ + len);
 					break;
 				case KL_CONV_INT8:
 					ivals[c] = kl_csv_int(&r, s, len, lay->column_names[c]);
