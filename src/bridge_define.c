@@ -72,7 +72,6 @@
 #include "contract_catalog.h"
 #include "json.h"
 #include "kafka_lake.h"
-#include "source.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_define_gold);
 PG_FUNCTION_INFO_V1(kafka_lake_add_check);
@@ -1143,7 +1142,7 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 				 errmsg("define_gold needs metrics or sql, not %s", metrics ? "both" : "neither"),
 				 errhint("Declare the metrics, for example metrics => '{\"revenue\": {\"sum\": \"amount\"}}', or write the gold as a query over silver with sql => '...'.")));
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	kl_source_lock(src);
+	kl_catalog_lock_source(src);
 	c = kl_source_contract(src);
 	lay = kl_layout_for(src, c);
 	kl_caller_may_read_source(src, psprintf("gold \"%s\"", gold));
@@ -1345,7 +1344,7 @@ kafka_lake_add_check(PG_FUNCTION_ARGS)
 					  "Write a query over silver whose rows are the violations, for example SELECT order_id FROM silver WHERE amount = 0.");
 	sql = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	kl_source_lock(src);
+	kl_catalog_lock_source(src);
 	c = kl_source_contract(src);
 	lay = kl_layout_for(src, c);
 	kl_caller_may_read_source(src, psprintf("check \"%s\"", check));

@@ -459,6 +459,8 @@ kl_bridge_load_silver(KlBridge *b)
 		Size		text_room;
 		char	   *texts;
 
+		if ((r.records & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (n != ncol)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
