@@ -15,6 +15,7 @@ OBJS = \
 	src/kafka.o \
 	src/json.o \
 	src/contract.o \
+	src/contract_define.o \
 	src/digest.o \
 	src/batch_format.o \
 	src/landing_files.o \
@@ -23,9 +24,11 @@ OBJS = \
 	src/locks.o \
 	src/bulk_insert.o \
 	src/catalog.o \
+	src/contract_catalog.o \
 	src/source.o \
 	src/land.o \
 	src/recover.o \
+	src/readmit.o \
 	src/verify.o \
 	src/fdw.o \
 	src/csv.o \
@@ -52,7 +55,7 @@ PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 # needs nothing but the installed extension, so `make installcheck` runs on
 # any server; REGRESS_BROKER needs the test broker too, and runs when its
 # address is in KL_BOOTSTRAP (test/run starts one and exports it).
-REGRESS = options privileges settings names nulls
+REGRESS = options privileges settings names nulls contracts
 REGRESS_BROKER = fdw
 ifneq ($(KL_BOOTSTRAP),)
 REGRESS += $(REGRESS_BROKER)

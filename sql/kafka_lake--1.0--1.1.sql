@@ -173,6 +173,201 @@ END
 $$;
 
 --------------------------------------------------------------------------
+-- Contracts as data: any JSON topic lands with a contract its owner writes
+--
+-- A contract is a row of kafka_lake.contracts, (contract, version), whose
+-- definition (json: the order of its properties is the order of its checks
+-- and of the typed table's columns, which jsonb would not keep) never
+-- changes once stored; create_contract() checks a definition and stores it
+-- as the next version.  The built-ins machine_event_v1, json_object and raw
+-- are stored from the library's own text (kafka_lake_builtin_contracts), so
+-- the catalog and the code cannot disagree; pg_dump keeps the others.
+-- A source pins (contract, contract_version); 1.0's CHECK that allowed
+-- machine_event_v1 only goes.  Each batch records the contract that judged
+-- it (1.0's batches: machine_event_v1 version 1) and its kind: a landing,
+-- or a readmit unit (readmit(): quarantined records re-judged from the
+-- landing, written as a new unit; their original coordinates get the
+-- status letter 'R', and the unit's own coordinates row is outside the
+-- exclusion constraint, since they are the same offsets again).  The
+-- foreign tables <source>_records gain headers, contract and
+-- contract_version; every source gets its typed table <source>_events
+-- (created here for the sources that exist, then by create_source(); like
+-- <source>_records it is no member of the extension).
+--------------------------------------------------------------------------
+
+CREATE TABLE kafka_lake.contracts (
+    contract    text NOT NULL CHECK (contract ~ '^[a-z_][a-z0-9_]{0,62}$'),
+    version     integer NOT NULL CHECK (version >= 1),
+    definition  json NOT NULL,
+    builtin     boolean NOT NULL DEFAULT false,
+    created_by  name NOT NULL DEFAULT current_user,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (contract, version)
+);
+COMMENT ON TABLE kafka_lake.contracts IS
+  'Contracts as data: one row per (contract, version), never updated; create_contract() adds versions';
+
+CREATE FUNCTION kafka_lake.builtin_contracts(
+    OUT contract text, OUT version integer, OUT definition json)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_builtin_contracts'
+LANGUAGE C STRICT;
+INSERT INTO kafka_lake.contracts (contract, version, definition, builtin, created_by)
+SELECT contract, version, definition, true, 'kafka_lake'
+  FROM kafka_lake.builtin_contracts();
+DROP FUNCTION kafka_lake.builtin_contracts();
+
+SELECT pg_catalog.pg_extension_config_dump('kafka_lake.contracts', 'WHERE NOT builtin');
+
+-- sources pin a contract version (1.0's CHECK allowed machine_event_v1 only)
+DO $$
+DECLARE
+    c name;
+BEGIN
+    FOR c IN SELECT conname FROM pg_catalog.pg_constraint
+              WHERE conrelid = 'kafka_lake.sources'::pg_catalog.regclass AND contype = 'c'
+                AND pg_catalog.pg_get_constraintdef(oid) LIKE '%machine_event_v1%'
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE kafka_lake.sources DROP CONSTRAINT %I', c);
+    END LOOP;
+END
+$$;
+ALTER TABLE kafka_lake.sources
+    ADD COLUMN contract_version integer NOT NULL DEFAULT 1;
+ALTER TABLE kafka_lake.sources ALTER COLUMN contract_version DROP DEFAULT;
+ALTER TABLE kafka_lake.sources
+    ADD FOREIGN KEY (contract, contract_version) REFERENCES kafka_lake.contracts (contract, version);
+COMMENT ON COLUMN kafka_lake.sources.contract_version IS
+  'The version of the contract new landings are judged by (alter_source() moves it)';
+
+-- each batch records what judged it, and whether it is a readmit unit
+ALTER TABLE kafka_lake.batches
+    ADD COLUMN contract text,
+    ADD COLUMN contract_version integer,
+    ADD COLUMN kind text NOT NULL DEFAULT 'landing' CHECK (kind IN ('landing', 'readmit')),
+    ADD COLUMN readmit_of text;
+UPDATE kafka_lake.batches SET contract = 'machine_event_v1', contract_version = 1;
+ALTER TABLE kafka_lake.batches
+    ALTER COLUMN contract SET NOT NULL,
+    ALTER COLUMN contract_version SET NOT NULL,
+    ADD CHECK ((kind = 'readmit') = (readmit_of IS NOT NULL));
+COMMENT ON COLUMN kafka_lake.batches.contract IS
+  'The contract (and contract_version) that judged the batch''s records';
+COMMENT ON COLUMN kafka_lake.batches.kind IS
+  'landing: records as they came; readmit: quarantined records of batch readmit_of re-judged by readmit()';
+DO $$
+DECLARE
+    c name;
+BEGIN
+    FOR c IN SELECT conname FROM pg_catalog.pg_constraint
+              WHERE conrelid = 'kafka_lake.batches'::pg_catalog.regclass AND contype = 'c'
+                AND pg_catalog.pg_get_constraintdef(oid) LIKE '%landed_by%'
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE kafka_lake.batches DROP CONSTRAINT %I', c);
+    END LOOP;
+END
+$$;
+ALTER TABLE kafka_lake.batches
+    ADD CHECK (landed_by IN ('land', 'replay', 'recover', 'readmit'));
+
+-- a readmit unit's coordinates are those of its batch again: outside the
+-- exclusion constraint; 'R' marks an original coordinate a unit re-admitted
+ALTER TABLE kafka_lake.coordinates
+    ADD COLUMN readmit boolean NOT NULL DEFAULT false;
+DO $$
+DECLARE
+    c name;
+BEGIN
+    FOR c IN SELECT conname FROM pg_catalog.pg_constraint
+              WHERE conrelid = 'kafka_lake.coordinates'::pg_catalog.regclass
+                AND (contype = 'x' OR (contype = 'c' AND pg_catalog.pg_get_constraintdef(oid) LIKE '%statuses ~%'))
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE kafka_lake.coordinates DROP CONSTRAINT %I', c);
+    END LOOP;
+END
+$$;
+ALTER TABLE kafka_lake.coordinates
+    ADD CHECK (statuses ~ '^[adqDR]+$'),
+    ADD EXCLUDE USING gist (source_id WITH =, topic WITH =, partition WITH =, offsets WITH &&)
+        WHERE (NOT readmit);
+COMMENT ON COLUMN kafka_lake.coordinates.readmit IS
+  'The coordinates of a readmit unit (they repeat those of its batch, whose letters are R)';
+
+-- one row per landed coordinate, with the status it has now
+CREATE OR REPLACE VIEW kafka_lake.coordinate_list AS
+SELECT s.source, c.topic, c.partition,
+       coalesce(c.offset_list[i], lower(c.offsets) + i - 1) AS "offset",
+       CASE substr(c.statuses, i, 1)
+            WHEN 'a' THEN 'accepted' WHEN 'q' THEN 'quarantined'
+            ELSE 'duplicate_event_id' END AS status,
+       encode(substring(c.fingerprints FROM (i - 1) * 32 + 1 FOR 32), 'hex') AS fingerprint,
+       c.batch_id
+FROM kafka_lake.coordinates c
+JOIN kafka_lake.sources s USING (source_id)
+CROSS JOIN LATERAL generate_series(1, length(c.statuses)) AS i
+WHERE substr(c.statuses, i, 1) <> 'R';
+
+-- the foreign tables of existing sources: new columns, and the typed table
+CREATE FUNCTION kafka_lake.create_events_table(source text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'kafka_lake_create_events_table'
+LANGUAGE C STRICT;
+DO $$
+DECLARE
+    s text;
+BEGIN
+    FOR s IN SELECT source FROM kafka_lake.sources ORDER BY source LOOP
+        IF pg_catalog.to_regclass(pg_catalog.format('kafka_lake.%I', s || '_records')) IS NOT NULL THEN
+            EXECUTE pg_catalog.format('ALTER FOREIGN TABLE kafka_lake.%I'
+                ' ADD COLUMN IF NOT EXISTS headers jsonb,'
+                ' ADD COLUMN IF NOT EXISTS contract text,'
+                ' ADD COLUMN IF NOT EXISTS contract_version integer', s || '_records');
+        END IF;
+        IF pg_catalog.to_regclass(pg_catalog.format('kafka_lake.%I', s || '_events')) IS NULL THEN
+            PERFORM kafka_lake.create_events_table(s);
+            -- like <source>_records, a source's table is no member of the extension
+            EXECUTE pg_catalog.format('ALTER EXTENSION kafka_lake DROP FOREIGN TABLE kafka_lake.%I',
+                                      s || '_events');
+        END IF;
+    END LOOP;
+END
+$$;
+DROP FUNCTION kafka_lake.create_events_table(text);
+
+CREATE FUNCTION kafka_lake.create_contract(contract text, definition json)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'kafka_lake_create_contract'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.create_contract(text, json) IS
+  'Check a contract definition and store it: version 1 of a new name, the same version for the same definition, the next one otherwise';
+
+CREATE FUNCTION kafka_lake.alter_source(
+    source           text,
+    contract         text,
+    contract_version integer DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'kafka_lake_alter_source'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.alter_source(text, text, integer) IS
+  'Land a source with another contract (or version) from now on; its typed table kafka_lake.<source>_events follows';
+
+REVOKE ALL ON FUNCTION kafka_lake.create_contract(text, json) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kafka_lake.alter_source(text, text, integer) FROM PUBLIC;
+
+CREATE FUNCTION kafka_lake.readmit(
+    source      text,
+    partition   integer DEFAULT NULL,
+    from_offset bigint DEFAULT NULL,
+    to_offset   bigint DEFAULT NULL,
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT readmit_of text,
+    OUT status text, OUT records integer, OUT accepted integer, OUT duplicates integer,
+    OUT quarantined integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_readmit'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.readmit(text, integer, bigint, bigint) IS
+  'Judge quarantined records again, from the landing, with the source''s current contract; the accepted ones land as readmit units';
+REVOKE ALL ON FUNCTION kafka_lake.readmit(text, integer, bigint, bigint) FROM PUBLIC;
 -- Closing a business date: a completeness certificate per date
 -- (close_date), late data made visible (late_events, bridge(..., reopen)),
 -- and the state of every source at a glance (source_status)

@@ -50,6 +50,44 @@
 #include "keyset.h"
 
 /*
+ * kl_bridge_check_contracts
+ *		The bridge reads events of machine_event_v1 (its canonical CSV,
+ *		silver and gold are that contract's): a source that lands with
+ *		another contract, and a date with batches another contract judged or
+ *		with records readmit() re-admitted, are refused (0A000) before
+ *		anything is written.
+ */
+static void
+kl_bridge_check_contracts(KlBridge *b, List *batches)
+{
+	ListCell   *cell;
+
+	if (strcmp(b->src->contract, KL_MACHINE_EVENT_V1) != 0 || b->src->contract_version != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("bridge() reads machine_event_v1 events, and source \"%s\" lands with contract \"%s\" version %d",
+						b->src->source, b->src->contract, b->src->contract_version),
+				 errhint("Query its events through kafka_lake.%s_events; bridge a source of contract machine_event_v1.",
+						 b->src->source)));
+	foreach(cell, batches)
+	{
+		KlBatch    *batch = lfirst(cell);
+
+		if (batch->readmit || !kl_batch_is_machine_event_v1(batch))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("business date %s of source \"%s\" has %s",
+							b->date_text, b->src->source,
+							batch->readmit ? "records that readmit() re-admitted" :
+							psprintf("a batch judged by contract \"%s\" version %d",
+									 batch->contract, batch->contract_version)),
+					 errdetail("Batch %s of partition %d.", batch->batch_id, batch->partition),
+					 errhint("bridge() reads batches that machine_event_v1 judged as they landed; query the others through kafka_lake.%s_events.",
+							 b->src->source)));
+	}
+}
+
+/*
  * kl_bridge_scan
  *		The batches that may hold accepted events of the date, under a
  *		snapshot taken now: after the lock, so that a bridge that waited for
@@ -73,6 +111,7 @@ kl_bridge_scan(KlBridge *b)
 	batches = kl_catalog_scan_batches(b->src, &bounds, KL_BATCH_WANT_FINGERPRINTS,
 									  &b->total_batches);
 	PopActiveSnapshot();
+	kl_bridge_check_contracts(b, batches);
 	return batches;
 }
 

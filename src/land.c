@@ -23,10 +23,13 @@
  *	   particular offset: transaction markers and compaction leave offsets
  *	   that are never delivered);
  *	2. classify: a coordinate already durable is "reused" if its fingerprint
- *	   matches and an ERROR if not (I2); the others are validated against the
- *	   contract (accepted or quarantined) and their event_ids are decided
- *	   against the window and the catalog (accepted_events), which also
- *	   reserves them (I3);
+ *	   matches and an ERROR if not (I2); the others are judged by the
+ *	   source's contract (compiled once per backend, contract_catalog.c;
+ *	   judged off PostgreSQL's allocator, contract.c: accepted or
+ *	   quarantined) and their event_ids are decided against the window and
+ *	   the catalog (accepted_events), which also reserves them (I3); a
+ *	   contract without event_id accepts every valid record (the coordinate
+ *	   is its identity);
  *	3. and 4. write the batch into a staging directory, fsync, rename, fsync
  *	   the parent (landing_files.c; what is written, batch_format.c).  New
  *	   coordinates separated by reused ones go to separate batches, so a
@@ -133,6 +136,8 @@
 #include "catalog_status.h"
 #include "compat.h"
 #include "contract.h"
+#include "contract_catalog.h"
+#include "contract_define.h"
 #include "digest.h"
 #include "kafka.h"
 #include "kafka_lake.h"
@@ -161,6 +166,9 @@ typedef struct KlLandCall
 	Tuplestorestate *out;		/* result rows */
 	TupleDesc	desc;
 	MemoryContext window_cxt;	/* reset per window */
+	const KlContract *contract; /* what judges the records */
+	KlPool    *events;			/* the window's events and reasons */
+	KlPool    *scratch;		/* a record's judgement */
 	KlRecord   *recs;			/* the window */
 	int			nrecs;
 	size_t		bytes;
@@ -514,6 +522,30 @@ kl_poll_window(KlLandCall *call, int64 stop)
 		r->key_len = msg->key ? msg->key_len : 0;
 		r->value = msg->payload;
 		r->value_len = msg->payload ? msg->len : 0;
+		{
+			rd_kafka_headers_t *hdrs;
+
+			if (rd_kafka_message_headers(msg, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+				rd_kafka_header_cnt(hdrs) > 0)
+			{
+				int			nh = (int) rd_kafka_header_cnt(hdrs);
+				KlHeader   *h = palloc(sizeof(KlHeader) * nh);
+
+				for (int i = 0; i < nh; i++)
+				{
+					const void *val;
+					size_t		size;
+
+					if (rd_kafka_header_get_all(hdrs, i, &h[i].name, &val, &size) !=
+						RD_KAFKA_RESP_ERR_NO_ERROR)
+						elog(ERROR, "could not read header %d of a record", i);
+					h[i].value = val;
+					h[i].value_len = val ? size : 0;
+				}
+				r->headers = h;
+				r->nheaders = nh;
+			}
+		}
 		call->bytes += r->key_len + r->value_len;
 		call->polled++;
 		call->polled_records++;
@@ -550,10 +582,16 @@ kl_classify_run(KlLandCall *call, KlRecord *recs, int n)
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
-		r->validation_error = kl_contract_validate(r->value, r->value_len, &r->event);
+		r->validation_error = kl_judge_record(call->contract, r, call->events, call->scratch);
 		if (r->validation_error != NULL)
 		{
 			r->status = KL_STATUS_QUARANTINED;
+			continue;
+		}
+		if (r->event.event_id == NULL)
+		{
+			/* a contract without event_id: the coordinate is the identity */
+			r->status = KL_STATUS_ACCEPTED;
 			continue;
 		}
 		kl_event_key(call->src->source_id, r->event.event_id, r->event.event_id_len, &r->event_key);
@@ -677,7 +715,9 @@ kl_process_window(KlLandCall *call)
 
 		kl_classify_run(call, recs + i, j - i);
 		b = palloc(sizeof(KlBatch));
-		kl_write_batch(src, p, recs + i, j - i, b);
+		kl_write_unit(src, p, recs + i, j - i,
+					  kl_contract_is_machine_event_v1(call->contract) ? NULL : call->contract->name,
+					  call->contract->version, NULL, b);
 		kl_note_landed(call, b);
 		b->landed_by = call->is_replay ? "replay" : "land";
 		kl_catalog_insert_batch(src, b, recs + i, j - i);
@@ -743,6 +783,7 @@ kl_land_range(KlLandCall *call, int64 start, int64 stop)
 	while (!done && !call->stop)
 	{
 		MemoryContextReset(call->window_cxt);
+		kl_pool_reset(call->events);
 		old = MemoryContextSwitchTo(call->window_cxt);
 		done = kl_poll_window(call, stop);
 		if (call->nrecs > 0)
@@ -787,6 +828,9 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	call->recs = MemoryContextAllocHuge(CurrentMemoryContext,
 										sizeof(KlRecord) * kl_batch_max_records);
 	call->committed = -1;
+	call->contract = kl_source_contract(call->src);
+	call->events = kl_pool_create(CurrentMemoryContext, 4 * 1024 * 1024);
+	call->scratch = kl_pool_create(CurrentMemoryContext, 256 * 1024);
 
 	call->kk = kl_kafka_open(call->src->server, KL_CONSUMER, call->src->group_id);
 	nparts = kl_kafka_partition_count(call->kk, call->src->topic, call->deadline);

@@ -36,5 +36,8 @@ extern List *kl_list_dir(const char *path, const char *prefix);
 extern List *kl_disk_partitions(KlSource *src);
 extern void kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
 						   KlBatch *out);
+extern void kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n,
+						  const char *contract, int32 contract_version, const char *readmit_of,
+						  KlBatch *out);
 
 #endif							/* KAFKA_LAKE_LANDING_FILES_H */
