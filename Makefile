@@ -23,10 +23,13 @@ OBJS = \
 	src/locks.o \
 	src/bulk_insert.o \
 	src/catalog.o \
+	src/catalog_lifecycle.o \
 	src/source.o \
 	src/land.o \
 	src/recover.o \
 	src/verify.o \
+	src/compact.o \
+	src/expire.o \
 	src/fdw.o \
 	src/csv.o \
 	src/keyset.o \

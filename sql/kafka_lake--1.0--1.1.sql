@@ -171,3 +171,88 @@ BEGIN
     END LOOP;
 END
 $$;
+
+--------------------------------------------------------------------------
+-- The landing's life cycle: compaction of small batches, retention of
+-- record files, and replay by time
+--
+-- A source landed every minute makes thousands of small batch directories
+-- a day, and keeps them forever.  compact() merges runs of small batches of
+-- a partition into one batch: a batch like any other (landed_by 'compact'),
+-- whose manifest lists every coordinate with its original fingerprint and
+-- status and names the batches it replaced (compacted_from, kept here too,
+-- so that recovery knows a directory a crash left behind).  expire()
+-- removes the record files (accepted, duplicates, quarantine) of batches
+-- whose business dates are all older than a limit, and keeps the manifest,
+-- the catalog rows and every coordinate with its fingerprint (expired_at
+-- says when): a redelivered expired coordinate is still reused, and the
+-- foreign table and the bridge refuse an expired date instead of returning
+-- part of it.  replay() gains a form by time, through the broker's
+-- offsets-for-times; it never commits, like the form by offsets.  Batches
+-- landed before this version have neither column set, and read as before.
+--------------------------------------------------------------------------
+
+ALTER TABLE kafka_lake.batches
+    ADD COLUMN compacted_from text[],
+    ADD COLUMN expired_at timestamptz;
+COMMENT ON COLUMN kafka_lake.batches.compacted_from IS
+  'The batches compact() merged into this one (NULL: landed, replayed or adopted)';
+COMMENT ON COLUMN kafka_lake.batches.expired_at IS
+  'When expire() removed the record files of this batch; its manifest and coordinates are kept (NULL: not expired)';
+ALTER TABLE kafka_lake.batches DROP CONSTRAINT batches_landed_by_check;
+ALTER TABLE kafka_lake.batches ADD CONSTRAINT batches_landed_by_check
+    CHECK (landed_by IN ('land', 'replay', 'recover', 'compact'));
+
+CREATE FUNCTION kafka_lake.compact(
+    source         text,
+    partition      integer DEFAULT NULL,
+    business_date  date DEFAULT NULL,
+    target_bytes   bigint DEFAULT NULL,
+    target_records integer DEFAULT NULL,
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT status text,
+    OUT batches integer, OUT records integer,
+    OUT first_offset bigint, OUT last_offset bigint, OUT bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_compact'
+LANGUAGE C;
+COMMENT ON FUNCTION kafka_lake.compact(text, integer, date, bigint, integer) IS
+  'Merge runs of small batches of each partition into one batch each; the old directories go when the transaction commits';
+
+CREATE FUNCTION kafka_lake.expire(
+    source      text,
+    before      date DEFAULT NULL,
+    older_than  interval DEFAULT NULL,
+    closed_only boolean DEFAULT false,
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT status text,
+    OUT records integer, OUT min_business_date date, OUT max_business_date date,
+    OUT bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_expire'
+LANGUAGE C;
+COMMENT ON FUNCTION kafka_lake.expire(text, date, interval, boolean) IS
+  'Remove the record files of batches whose business dates are all older than the limit; manifests, coordinates and catalog rows are kept';
+
+-- A function of its own (C symbol kafka_lake_replay_by_time): replay by
+-- offsets keeps its signature and symbol.  No call of the form by offsets
+-- can match this one (its second and third arguments are timestamps, and
+-- its names differ), so named and positional calls of either resolve as
+-- before.
+CREATE FUNCTION kafka_lake.replay(
+    source    text,
+    from_time timestamptz,
+    to_time   timestamptz,
+    partition integer DEFAULT NULL,
+    timeout   interval DEFAULT '30 s',
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT status text,
+    OUT records integer, OUT accepted integer, OUT duplicates integer,
+    OUT quarantined integer, OUT reused integer,
+    OUT first_offset bigint, OUT last_offset bigint, OUT committed_offset bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_replay_by_time'
+LANGUAGE C;
+COMMENT ON FUNCTION kafka_lake.replay(text, timestamptz, timestamptz, integer, interval) IS
+  'Read again the records whose timestamps lie in [from_time, to_time), per partition: land what is not yet durable, report the rest as reused; never commits';
+
+REVOKE ALL ON FUNCTION kafka_lake.compact(text, integer, date, bigint, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kafka_lake.expire(text, date, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kafka_lake.replay(text, timestamptz, timestamptz, integer, interval) FROM PUBLIC;

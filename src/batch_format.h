@@ -97,7 +97,13 @@ typedef struct KlBatch
 	int			nfingerprints;
 	/* landed */
 	char	   *path;			/* final directory */
-	const char *landed_by;		/* land, replay or recover */
+	const char *landed_by;		/* land, replay, recover or compact */
+	/* the landing's life cycle (compact.c, expire.c) */
+	char	  **compacted_from; /* manifest, compact(): the batches a compacted
+								 * batch replaced */
+	int			ncompacted_from;
+	bool		expired;		/* from the catalog: its record files are gone */
+	TimestampTz expired_at;
 } KlBatch;
 
 #define KL_WANT_EVENT		0x01	/* the "event" object */

@@ -70,6 +70,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
 #include "batch_format.h"
@@ -865,6 +866,18 @@ kl_catalog_has_manifest_checks(void)
 }
 
 /*
+ * kl_catalog_has_lifecycle
+ *		Does kafka_lake.batches record compactions and expiries (version 1.1
+ *		on)?  A database still at 1.0 has neither: nothing in it is
+ *		compacted or expired.
+ */
+bool
+kl_catalog_has_lifecycle(void)
+{
+	return get_attnum(kl_catalog_relid("batches"), "expired_at") != InvalidAttrNumber;
+}
+
+/*
  * kl_catalog_insert_batch
  *		Record a landed batch: its row in batches and its coordinates.
  */
@@ -1156,7 +1169,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
-					 " b.record_count, %s"
+					 " b.record_count, %s, %s"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1172,6 +1185,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 kl_catalog_has_manifest_checks() ?
 					 "b.manifest_bytes, b.manifest_crc32c" : "NULL::bigint, NULL::bigint",
 					 (want & KL_BATCH_WANT_SHA256) ? "b.file_sha256" : "NULL::text[]",
+					 kl_catalog_has_lifecycle() ? "b.expired_at" : "NULL::timestamptz",
 					 files.data);
 
 	cs = kl_catalog_begin();
@@ -1261,6 +1275,12 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 			for (int i = 0; i < KL_NFILES; i++)
 				text_to_cstring_buffer(DatumGetTextPP(elems[i]), b->files[i].sha256,
 									   sizeof(b->files[i].sha256));
+		}
+		d = SPI_getbinval(tup, desc, 22, &isnull);
+		if (!isnull)
+		{
+			b->expired = true;
+			b->expired_at = DatumGetTimestampTz(d);
 		}
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
