@@ -116,7 +116,8 @@ kl_replaced_cmp(const ListCell *a, const ListCell *b)
  *		The batches of a partition that committed compactions replaced, each
  *		with the batch that holds its records now, sorted by the replaced
  *		id.  Recovery removes a directory of such a batch that a crash left
- *		behind.
+ *		behind, unless the compaction is this transaction's own (mine): a
+ *		rollback would bring the replaced batch's rows back.
  */
 List *
 kl_catalog_replaced_batches(KlSource *src, int32 partition)
@@ -131,7 +132,7 @@ kl_catalog_replaced_batches(KlSource *src, int32 partition)
 	if (!kl_catalog_has_lifecycle())
 		return NIL;
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT pg_catalog.unnest(compacted_from), batch_id"
+	if (SPI_execute_with_args("SELECT pg_catalog.unnest(compacted_from), batch_id, xmin"
 							  " FROM kafka_lake.batches"
 							  " WHERE source_id = $1 AND topic = $2 AND partition = $3"
 							  "   AND compacted_from IS NOT NULL",
@@ -143,11 +144,14 @@ kl_catalog_replaced_batches(KlSource *src, int32 partition)
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		char	   *old_id = SPI_getvalue(tup, desc, 1);
 		char	   *new_id = SPI_getvalue(tup, desc, 2);
+		bool		isnull;
+		TransactionId xmin = DatumGetTransactionId(SPI_getbinval(tup, desc, 3, &isnull));
 		MemoryContext old = MemoryContextSwitchTo(caller);
 		KlReplaced *r = palloc(sizeof(KlReplaced));
 
 		r->old_id = pstrdup(old_id);
 		r->new_id = pstrdup(new_id);
+		r->mine = TransactionIdIsCurrentTransactionId(xmin);
 		result = lappend(result, r);
 		MemoryContextSwitchTo(old);
 	}

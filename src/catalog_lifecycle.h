@@ -23,6 +23,8 @@ typedef struct KlReplaced
 {
 	char	   *old_id;
 	char	   *new_id;
+	bool		mine;			/* the compaction is this transaction's, not
+								 * committed yet */
 } KlReplaced;
 
 /* What became of a batch the current snapshot still lists (kl_catalog_batch_fate) */

@@ -238,7 +238,8 @@ kl_expired_on_disk(const char *dir)
 
 /*
  * kl_remove_record_files
- *		Remove what is left of the record files of an expired batch, and
+ *		Remove what is left of the record files of an expired batch (but
+ *		those this transaction's own expiry removes when it commits), and
  *		fsync its directory.  Returns how many it removed.
  */
 static int
@@ -250,6 +251,9 @@ kl_remove_record_files(const char *dir)
 	{
 		char	   *path = psprintf("%s/%s", dir, kl_file_names[f]);
 
+		/* an expiry of this transaction removes it at commit, not before */
+		if (kl_undo_removal_pending(path))
+			continue;
 		if (unlink(path) == 0)
 			removed++;
 		else if (errno != ENOENT)
@@ -487,9 +491,9 @@ kl_find_replaced(List *replaced, const char *id)
  * kl_classify_unknown
  *		What a batch directory of a partition that the catalog does not know
  *		is, in the light of compaction (see compact.c):
- *		- KL_UNKNOWN_PENDING: this transaction removes it at commit (a
- *		  compaction of its own replaced it; a rollback would bring its rows
- *		  back): leave it alone;
+ *		- KL_UNKNOWN_PENDING: a compaction of this transaction replaced it
+ *		  (it goes at commit; a rollback would bring its rows back): leave
+ *		  it alone;
  *		- KL_UNKNOWN_REPLACED: a committed compaction replaced it and the
  *		  batch that holds its records now (*other) is on disk: remove it;
  *		- KL_UNKNOWN_ORPHANED: the same, but that batch's directory is
@@ -516,6 +520,8 @@ kl_classify_unknown(const char *part_dir, const char *name, List *replaced, char
 	if (kl_undo_removal_pending(dir))
 		return KL_UNKNOWN_PENDING;
 	r = kl_find_replaced(replaced, name + strlen("batch="));
+	if (r != NULL && r->mine)
+		return KL_UNKNOWN_PENDING;
 	if (r != NULL)
 	{
 		*other = r->new_id;
