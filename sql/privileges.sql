@@ -36,6 +36,12 @@ SELECT pg_temp.error_of(q)
     ($$SELECT * FROM kafka_lake.bridge('p_src', '2026-06-29')$$),
     ($$SELECT * FROM kafka_lake.gold_as_of(1)$$),
     ($$SELECT * FROM kafka_lake.batches$$)) AS t(q);
+-- the landing's life cycle
+SELECT pg_temp.error_of(q)
+  FROM (VALUES
+    ($$SELECT * FROM kafka_lake.compact('p_src')$$),
+    ($$SELECT * FROM kafka_lake.expire('p_src', before => '2026-01-01')$$),
+    ($$SELECT * FROM kafka_lake.replay('p_src', from_time => now() - interval '1 hour', to_time => now())$$)) AS t(q);
 
 -- every setting is superuser-only; the prefix is reserved
 SELECT pg_temp.error_of($$SET kafka_lake.landing_dir = '/tmp/elsewhere'$$);

@@ -154,12 +154,17 @@ Datum
 kafka_lake_expire(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KlSource   *src = kl_source_arg(fcinfo, 0);
-	DateADT		limit = kl_expire_limit(fcinfo);
+	KlSource   *src;
+	DateADT		limit;
 	bool		closed_only = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	List	   *partitions;
 	ListCell   *cell;
+
+	/* the arguments first, then the source */
+	kl_check_not_null(fcinfo, 0, "source", NULL);
+	limit = kl_expire_limit(fcinfo);
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 
 	if (closed_only && !kl_catalog_has_closings())
 		ereport(ERROR,
