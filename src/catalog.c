@@ -32,11 +32,12 @@
  * accepted event_id costs a row, in accepted_events, because its uniqueness
  * (I3) must be enforced by the database across concurrent sessions.
  *
- * Every statement on the catalog is here, or in catalog_bridge.c for the
- * bridge's own tables: callers get C structs (KlSource, KlBatch, ...) and
- * never see SQL.  kafka_lake.batches in particular has one reader,
- * kl_catalog_scan_batches, for the foreign table, the bridge, recover() and
- * verify().  What must go faster than SQL allows (the accepted event_ids of
+ * Every statement on the catalog is here, in catalog_bridge.c for the
+ * bridge's own tables, or in catalog_lifecycle.c for compaction and expiry:
+ * callers get C structs (KlSource, KlBatch, ...) and never see SQL.
+ * kafka_lake.batches in particular has one reader of whole batches,
+ * kl_catalog_scan_batches, for the foreign table, the bridge, recover(),
+ * verify() and compact().  What must go faster than SQL allows (the accepted event_ids of
  * a landing) goes straight to the table (bulk_insert.c), still here.
  *
  * IDENTIFICATION

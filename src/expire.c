@@ -137,6 +137,8 @@ kl_expire_batch(KlSource *src, const KlBatch *b, TimestampTz now)
 				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
 		return false;
 	}
+	/* what lies there and is not a marker is refused, never removed at abort */
+	kl_check_expired_marker_slot(dir);
 	kl_undo_remove_at_abort(kl_expired_marker_path(dir), false, "expire()");
 	kl_write_expired_marker(dir, b->batch_id, now);
 	kl_catalog_mark_expired(src, b->batch_id, now);

@@ -42,6 +42,12 @@
  * FIFO planted where a landed file belongs would otherwise hang the backend
  * in a sleep that PostgreSQL's signals do not interrupt.
  *
+ * Two more ways of writing a batch serve the landing's life cycle: a batch
+ * made of lines that already exist (KlBatchWriter: compact.c copies the
+ * lines of the batches it merges, through the same write, fsync and rename
+ * steps), and the EXPIRED marker that expire.c writes into a batch before
+ * its record files go.
+ *
  * IDENTIFICATION
  *	  src/landing_files.c
  *
@@ -984,6 +990,27 @@ kl_expired_marker_path(const char *batch_dir)
 }
 
 /*
+ * kl_check_expired_marker_slot
+ *		ERROR (XX001) when something that is not a regular file lies where a
+ *		batch directory's expiry marker belongs: it is never opened, written
+ *		through or removed.
+ */
+void
+kl_check_expired_marker_slot(const char *batch_dir)
+{
+	char	   *path = kl_expired_marker_path(batch_dir);
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("\"%s\" is not a regular file", path),
+				 errdetail("It is %s; kafka_lake writes this file itself.", kl_file_kind(st.st_mode)),
+				 errhint("Move it out of the batch directory, then call the function again.")));
+	pfree(path);
+}
+
+/*
  * kl_write_expired_marker
  *		Write a batch directory's expiry marker (one JSON line: the batch and
  *		when it expired), fsync it and the directory.  It is written before
@@ -1001,7 +1028,10 @@ kl_write_expired_marker(const char *batch_dir, const char *batch_id, TimestampTz
 	appendStringInfoString(&line, "{\"batch_id\": ");
 	kl_json_append_string(&line, batch_id, strlen(batch_id));
 	appendStringInfo(&line, ", \"expired_at\": \"%s\"}\n", timestamptz_to_str(expired_at));
-	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+
+	/* never through a link, never blocked by a FIFO (see kl_open_landed) */
+	kl_check_expired_marker_slot(batch_dir);
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),

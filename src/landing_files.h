@@ -50,6 +50,7 @@ extern void kl_batch_writer_close_records(KlBatchWriter *w, KlBatch *b);
 extern void kl_batch_writer_close(KlBatchWriter *w, KlBatch *b);
 extern void kl_batch_writer_publish(KlBatchWriter *w, KlBatch *b);
 extern char *kl_expired_marker_path(const char *batch_dir);
+extern void kl_check_expired_marker_slot(const char *batch_dir);
 extern void kl_write_expired_marker(const char *batch_dir, const char *batch_id,
 									TimestampTz expired_at);
 extern bool kl_has_expired_marker(const char *batch_dir);

@@ -6,7 +6,7 @@
 -- one; a rollback, and each crash in the middle (simulated on disk and in the catalog), ends
 -- consistent after recover(); closed_only needs closing certificates.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(48);
+SELECT plan(49);
 
 \o /dev/null
 SELECT kl_test.broker('create ex92.t 2');
@@ -188,6 +188,12 @@ SELECT results_eq($$SELECT action, batch_id FROM kafka_lake.recover('ex92c') ORD
 SELECT is_empty($$SELECT * FROM kafka_lake.verify('ex92c')$$, 'verify() is clean after recover()');
 SELECT is((SELECT count(*) FROM kafka_lake.ex92c_records WHERE business_date = '2026-06-29'), 4::bigint,
           'the batch whose expiry did not commit reads whole');
+
+-- a FIFO where the marker belongs is refused at once, never opened
+SELECT kl_test.sh(format('mkfifo %s%s/batch=%s/EXPIRED', :'cdir', :'stale_p', :'stale')) \g /dev/null
+SELECT throws_ok($$SELECT * FROM kafka_lake.expire('ex92c', before => '2026-06-30')$$, 'XX001', NULL,
+                 'a FIFO in place of the EXPIRED marker is an error at once, not a blocked backend');
+SELECT kl_test.sh(format('rm %s%s/batch=%s/EXPIRED', :'cdir', :'stale_p', :'stale')) \g /dev/null
 
 -- closed_only needs closing certificates; with them it expires closed dates only (a stand-in
 -- table where the catalog has none)
