@@ -250,13 +250,26 @@ kl_catalog_has_closings(void)
 }
 
 /*
+ * kl_closings_have_status
+ *		Does a closing certificate say whether it is in effect (status:
+ *		closed, reopened, superseded)?  Then only a certificate in effect
+ *		closes its date: a reopened date is not closed.
+ */
+static bool
+kl_closings_have_status(void)
+{
+	return get_attnum(kl_catalog_relid("date_closings"), "status") != InvalidAttrNumber;
+}
+
+/*
  * kl_catalog_expirable
  *		The batches of a partition that expire() removes the record files of,
  *		ascending by offset: not expired yet, and every business date older
  *		than limit, or, for a batch without dates (only quarantined
  *		records), landed on a day (in the session's time zone) older than
  *		limit.  With closed_only, only batches with dates, each of whose
- *		days from the first to the last has a closing certificate.  Each
+ *		days from the first to the last has a closing certificate in effect
+ *		(status 'closed', where certificates have a status).  Each
  *		KlBatch has its id, offsets, record count, dates and file sizes.
  */
 List *
@@ -279,14 +292,15 @@ kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit, bool closed_
 						   " WHERE b.source_id = $1 AND b.topic = $2 AND b.partition = $3"
 						   "   AND b.expired_at IS NULL");
 	if (closed_only)
-		appendStringInfoString(&sql,
-							   "   AND b.max_business_date < $4"
-							   "   AND (SELECT pg_catalog.count(DISTINCT c.business_date)"
-							   "        FROM kafka_lake.date_closings c"
-							   "        WHERE c.source_id = b.source_id"
-							   "          AND c.business_date BETWEEN b.min_business_date"
-							   "                                  AND b.max_business_date)"
-							   "       = b.max_business_date - b.min_business_date + 1");
+		appendStringInfo(&sql,
+						 "   AND b.max_business_date < $4"
+						 "   AND (SELECT pg_catalog.count(DISTINCT c.business_date)"
+						 "        FROM kafka_lake.date_closings c"
+						 "        WHERE c.source_id = b.source_id"
+						 "          AND c.business_date BETWEEN b.min_business_date"
+						 "                                  AND b.max_business_date%s)"
+						 "       = b.max_business_date - b.min_business_date + 1",
+						 kl_closings_have_status() ? " AND c.status = 'closed'" : "");
 	else
 		appendStringInfoString(&sql,
 							   "   AND (b.max_business_date < $4"

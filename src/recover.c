@@ -797,8 +797,13 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 											 removed > 0 ? psprintf("; %d record files were still there and were removed", removed) : "",
 											 rewrote ? "; its EXPIRED marker was written again" : ""));
 		}
-		else if (kl_has_expired_marker(dir) && !kl_undo_removal_pending(dir))
+		else if (kl_has_expired_marker(dir))
 		{
+			/*
+			 * Not this transaction's own expiry: its catalog would say
+			 * expired.  Another session's cannot be open either: it would
+			 * own the partition.
+			 */
 			char	   *marker = kl_expired_marker_path(dir);
 
 			if (unlink(marker) != 0 && errno != ENOENT)

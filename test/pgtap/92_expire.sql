@@ -195,21 +195,30 @@ SELECT throws_ok($$SELECT * FROM kafka_lake.expire('ex92c', before => '2026-06-3
                  'a FIFO in place of the EXPIRED marker is an error at once, not a blocked backend');
 SELECT kl_test.sh(format('rm %s%s/batch=%s/EXPIRED', :'cdir', :'stale_p', :'stale')) \g /dev/null
 
--- closed_only needs closing certificates; with them it expires closed dates only (a stand-in
--- table where the catalog has none)
+-- closed_only needs closing certificates; with them it expires the batches of dates closed and in
+-- effect (not reopened) only.  Without the closing of dates in this database, a stand-in table
+-- with the certificates' key columns and status; with it, a certificate of a bridged date.
 SELECT to_regclass('kafka_lake.date_closings') IS NULL AS no_closings \gset
 \if :no_closings
 SELECT throws_ok($$SELECT * FROM kafka_lake.expire('ex92c', before => '2026-06-30', closed_only => true)$$,
                  '0A000', 'expire(closed_only => true) needs closing certificates of business dates',
                  'closed_only without closing certificates is refused');
-CREATE TABLE kafka_lake.date_closings (source_id int, business_date date);
-INSERT INTO kafka_lake.date_closings VALUES (:cid, '2026-06-27');
+CREATE TABLE kafka_lake.date_closings (source_id int, business_date date, status text NOT NULL);
+INSERT INTO kafka_lake.date_closings VALUES (:cid, '2026-06-27', 'closed'), (:cid, '2026-06-29', 'reopened');
+\else
+SELECT skip('closing certificates exist here', 1);
+SELECT snapshot_id AS c27_snapshot, source_hash AS c27_hash, selected_events AS c27_events
+  FROM kafka_lake.bridge('ex92c', '2026-06-27') \gset
+INSERT INTO kafka_lake.date_closings (source_id, business_date, snapshot_id, source_hash, selected_events, closed_by)
+  VALUES (:cid, '2026-06-27', :c27_snapshot, :'c27_hash', :c27_events, current_user);
+\endif
 SELECT results_eq($$SELECT min_business_date, count(*)::int
                     FROM kafka_lake.expire('ex92c', before => '2026-06-30', closed_only => true) GROUP BY 1$$,
                   $$VALUES ('2026-06-27'::date, 2)$$, 'closed_only expires the batches of closed dates alone');
+\if :no_closings
 DROP TABLE kafka_lake.date_closings;
 \else
-SELECT skip('kafka_lake.date_closings exists: closed_only is tested with the closing of dates', 2);
+DELETE FROM kafka_lake.date_closings WHERE source_id = :cid;
 \endif
 
 DROP TABLE ex92_coords, ex92_events, ex92_expired;
