@@ -15,6 +15,7 @@ OBJS = \
 	src/kafka.o \
 	src/json.o \
 	src/contract.o \
+	src/contract_define.o \
 	src/digest.o \
 	src/batch_format.o \
 	src/landing_files.o \
@@ -24,9 +25,11 @@ OBJS = \
 	src/bulk_insert.o \
 	src/catalog.o \
 	src/catalog_lifecycle.o \
+	src/contract_catalog.o \
 	src/source.o \
 	src/land.o \
 	src/recover.o \
+	src/readmit.o \
 	src/verify.o \
 	src/compact.o \
 	src/expire.o \
@@ -39,7 +42,13 @@ OBJS = \
 	src/bridge_adapter.o \
 	src/bridge_silver.o \
 	src/bridge_checks.o \
-	src/bridge_gold.o
+	src/bridge_gold.o \
+	src/bridge_closing.o \
+	src/catalog_close.o \
+	src/catalog_status.o \
+	src/source_status.o \
+	src/close.o \
+	src/late_events.o
 
 EXTENSION = kafka_lake
 DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql
@@ -49,7 +58,7 @@ PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 # needs nothing but the installed extension, so `make installcheck` runs on
 # any server; REGRESS_BROKER needs the test broker too, and runs when its
 # address is in KL_BOOTSTRAP (test/run starts one and exports it).
-REGRESS = options privileges settings names nulls
+REGRESS = options privileges settings names nulls contracts
 REGRESS_BROKER = fdw
 ifneq ($(KL_BOOTSTRAP),)
 REGRESS += $(REGRESS_BROKER)

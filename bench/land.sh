@@ -19,6 +19,12 @@
 #   kafka_lake:              a new source, SELECT ... FROM kafka_lake.land(...)
 #                            of all 1,000,000 records in one call, in a
 #                            fresh backend; then its VmHWM
+#   kafka_lake, user contract: the same with a source whose contract is
+#                            machine_event_v1's definition created by
+#                            create_contract() (a contract like any other an
+#                            owner writes, judged by the same engine): the
+#                            ratio to the built-in says what a contract of
+#                            one's own costs (goal: within 10 %)
 #   kcat + COPY:             kcat with default settings to a file, then in one
 #                            psql session and one transaction
 #                              CREATE TEMP TABLE staging (line text) ON COMMIT DROP;
@@ -85,12 +91,14 @@ psql -X -q -v ON_ERROR_STOP=1 <<-SQL
 	CREATE EXTENSION IF NOT EXISTS kafka_lake CASCADE;
 	DROP SERVER IF EXISTS bench_land CASCADE;
 	CREATE SERVER bench_land FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP');
+	SELECT kafka_lake.create_contract('bench_machine_events', definition)
+	  FROM kafka_lake.contracts WHERE contract = 'machine_event_v1';
 SQL
 "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$TOPIC" "$PARTITIONS"
 log "filling $TOPIC with $COUNT events over $PARTITIONS partitions"
 "$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$TOPIC" --count "$COUNT" --partitions "$PARTITIONS" 2>/dev/null
 
-: >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm"
+: >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm" ; : >"$OUT/land_user"
 : >"$OUT/dba" ; : >"$OUT/dba_kcat" ; : >"$OUT/dba_copy" ; : >"$OUT/dba_insert"
 for run in $(seq "$RUNS"); do
 	t0=$(now)
@@ -122,6 +130,20 @@ for run in $(seq "$RUNS"); do
 	echo "$2" >>"$OUT/hwm"
 	hwm_run=$2
 	# each run starts from an empty accepted_events, as the first landing of a source would
+	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
+		-c "VACUUM kafka_lake.accepted_events" >/dev/null
+
+	# the same events under a user-written copy of machine_event_v1
+	src=bench_land_user_$run
+	psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.create_source('$src', 'bench_land', '$TOPIC', contract => 'bench_machine_events')" >/dev/null
+	psql -X -q -c CHECKPOINT
+	sync
+	t0=$(now)
+	landed=$(psql -X -A -t -q -v ON_ERROR_STOP=1 \
+		-c "SELECT sum(records) FROM kafka_lake.land('$src', max_records => $COUNT, timeout => '600 s')")
+	t1=$(now)
+	[ "$landed" = "$COUNT" ] || { echo "land (user contract) landed $landed records, expected $COUNT" >&2; exit 1; }
+	echo "$t1 - $t0" | bc >>"$OUT/land_user"
 	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
 		-c "VACUUM kafka_lake.accepted_events" >/dev/null
 
@@ -160,10 +182,11 @@ for run in $(seq "$RUNS"); do
 	psql -X -A -t -q -c "SELECT extract(epoch FROM '$ti'::timestamptz - '$tc'::timestamptz)" >>"$OUT/dba_copy"
 	echo "$(tail -1 "$OUT/dba") - $(tail -1 "$OUT/dba_kcat") - $(tail -1 "$OUT/dba_copy")" | bc >>"$OUT/dba_insert"
 
-	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, peak backend memory $(( hwm_run / 1024 )) MiB, kcat + COPY $(tail -1 "$OUT/dba") s"
+	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, peak backend memory $(( hwm_run / 1024 )) MiB, kcat + COPY $(tail -1 "$OUT/dba") s"
 done
 
 kd=$(median <"$OUT/kcat_default"); kt=$(median <"$OUT/kcat_tuned"); ld=$(median <"$OUT/land")
+lu=$(median <"$OUT/land_user")
 db=$(median <"$OUT/dba"); dbk=$(median <"$OUT/dba_kcat"); dbc=$(median <"$OUT/dba_copy"); dbi=$(median <"$OUT/dba_insert")
 hwm=$(sort -g "$OUT/hwm" | tail -1)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -175,9 +198,11 @@ printf '  kcat to a file, tuned queue        %8.3f s\n' "$kt"
 printf '  kcat + COPY + INSERT ON CONFLICT   %8.3f s   (medians: kcat %.3f s, COPY into staging %.3f s, INSERT and COMMIT %.3f s)\n' \
 	"$db" "$dbk" "$dbc" "$dbi"
 printf '  kafka_lake.land()                  %8.3f s   (%.0f records/s)\n' "$ld" "$(echo "$COUNT / $ld" | bc -l)"
+printf '  land(), a user-written contract    %8.3f s   (machine_event_v1'"'"'s definition through create_contract)\n' "$lu"
 printf '  ratio kcat default / land          %8.2f\n' "$(echo "$kd / $ld" | bc -l)"
 printf '  ratio kcat tuned / land            %8.2f\n' "$(echo "$kt / $ld" | bc -l)"
 printf '  ratio kcat + COPY / land           %8.2f\n' "$(echo "$db / $ld" | bc -l)"
+printf '  ratio user contract / built-in     %8.2f   (goal <= 1.10)\n' "$(echo "$lu / $ld" | bc -l)"
 printf '  peak backend memory (VmHWM)        %8d MiB  (kafka_lake.batch_max_bytes %s)\n' $(( hwm / 1024 )) \
 	"$(psql -X -A -t -q -c "LOAD 'kafka_lake'" -c "SHOW kafka_lake.batch_max_bytes" 2>/dev/null)"
 [ -z "${KL_BENCH_OUT:-}" ] && rm -rf "$OUT"

@@ -18,7 +18,9 @@
 #
 #   SELECT count(*), sum(units_produced) FROM <table>
 #
-# on both, warm cache, KL_BENCH_RUNS times each (default 5, interleaved,
+# on both (and on the typed table kafka_lake.<source>_events that
+# create_source made, whose units_produced is a bigint), warm cache,
+# KL_BENCH_RUNS times each (default 5, interleaved,
 # after one untimed warm-up run each), with JIT and parallelism off so both
 # run the same plan shape.  Prints every run, the best and the median of
 # each, and the ratio file_fdw_time / kafka_lake_time (of the medians; > 1
@@ -136,11 +138,14 @@ psql_q -At <<-SQL
 	CREATE TEMP TABLE runs (engine text, run int, ms float8, result text);
 	SELECT FROM pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_kl');
 	SELECT FROM pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_csv');
+	SELECT FROM pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM kafka_lake.${SOURCE}_events');
 	DO \$\$
 	BEGIN
 	  FOR i IN 1..$RUNS LOOP
 	    INSERT INTO runs SELECT 'kafka_lake', i, t.* FROM
 	      pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_kl') t;
+	    INSERT INTO runs SELECT 'events_tbl', i, t.* FROM
+	      pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM kafka_lake.${SOURCE}_events') t;
 	    INSERT INTO runs SELECT 'file_fdw', i, t.* FROM
 	      pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_csv') t;
 	  END LOOP;
@@ -163,4 +168,11 @@ psql_q -At <<-SQL
 	SELECT format('ratio file_fdw_time / kafka_lake_time: %s (median), %s (best)',
 	              round((f.median / k.median)::numeric, 2), round((f.best / k.best)::numeric, 2))
 	  FROM s f, s k WHERE f.engine = 'file_fdw' AND k.engine = 'kafka_lake';
+	WITH s AS (
+	  SELECT engine, min(ms) AS best,
+	         percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS median
+	  FROM runs GROUP BY engine)
+	SELECT format('ratio file_fdw_time / time of kafka_lake.${SOURCE}_events (the typed table create_source made, units_produced bigint): %s (median), %s (best)',
+	              round((f.median / k.median)::numeric, 2), round((f.best / k.best)::numeric, 2))
+	  FROM s f, s k WHERE f.engine = 'file_fdw' AND k.engine = 'events_tbl';
 SQL

@@ -38,6 +38,9 @@ SELECT pg_temp.error_of(q)
     ($$SELECT kafka_lake.produce('n63_srv', NULL, 'x'::bytea)$$),
     ($$SELECT * FROM kafka_lake.bridge(NULL, '2026-06-29')$$),
     ($$SELECT * FROM kafka_lake.bridge('n63', NULL)$$),
+    ($$SELECT * FROM kafka_lake.bridge(NULL, '2026-06-29', reopen => true)$$),
+    ($$SELECT * FROM kafka_lake.close_date(NULL, '2026-06-29')$$),
+    ($$SELECT * FROM kafka_lake.close_date('n63', NULL)$$),
     ($$SELECT * FROM kafka_lake.gold_as_of(NULL)$$),
     ($$SELECT kafka_lake.event_key(NULL, 'evt-1')$$),
     ($$SELECT kafka_lake.event_key('n63', NULL)$$)) AS t(q);

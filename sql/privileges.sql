@@ -1,6 +1,8 @@
 --
 -- privileges: what a plain role may not do.  Every function is granted by
--- EXECUTE (none to PUBLIC), the catalog is the extension owner's, every
+-- EXECUTE (none to PUBLIC, but the two behind the views late_events and
+-- source_status, which answer only a role that may read the view), the
+-- catalog and its views are the extension owner's, every
 -- setting is superuser-only and the prefix is reserved; EXECUTE on
 -- create_source or produce does not open a server: that takes USAGE on it.
 -- Needs no broker.
@@ -34,8 +36,16 @@ SELECT pg_temp.error_of(q)
     ($$SELECT * FROM kafka_lake.lag('p_src')$$),
     ($$SELECT kafka_lake.produce('regress_p_srv', 'p.topic', '\x00')$$),
     ($$SELECT * FROM kafka_lake.bridge('p_src', '2026-06-29')$$),
+    ($$SELECT * FROM kafka_lake.bridge('p_src', '2026-06-29', reopen => true)$$),
+    ($$SELECT * FROM kafka_lake.close_date('p_src', '2026-06-29')$$),
     ($$SELECT * FROM kafka_lake.gold_as_of(1)$$),
-    ($$SELECT * FROM kafka_lake.batches$$)) AS t(q);
+    ($$SELECT * FROM kafka_lake.batches$$),
+    ($$SELECT * FROM kafka_lake.date_closings$$),
+    ($$SELECT * FROM kafka_lake.partition_state$$),
+    ($$SELECT * FROM kafka_lake.late_events$$),
+    ($$SELECT * FROM kafka_lake.source_status$$),
+    ($$SELECT * FROM kafka_lake.late_event_list()$$),
+    ($$SELECT * FROM kafka_lake.source_errors()$$)) AS t(q);
 -- the landing's life cycle
 SELECT pg_temp.error_of(q)
   FROM (VALUES

@@ -25,10 +25,30 @@
  *	quarantine	{"kafka": ..., "raw_value": "..." | "raw_value_base64": "...",
  *				 "validation_error": "..."}
  *
- * where "kafka" is {"key": ..., ["key_base64": ...,] "offset": ...,
- * "partition": ..., "timestamp_ms": ..., "topic": ...} (a key that is not
- * UTF-8, or holds a NUL, is null with its bytes in key_base64) and "event"
- * is the contract's normalised event (contract.c).  manifest.json is one
+ * where "kafka" is {["headers": [...],] "key": ..., ["key_base64": ...,]
+ * "offset": ..., "partition": ..., "timestamp_ms": ..., "topic": ...} (a key
+ * that is not UTF-8, or holds a NUL, is null with its bytes in key_base64;
+ * "headers", the record's Kafka headers in record order, only when it has
+ * some, so that other lines are what they always were) and "event" is the
+ * contract's normalised event (contract.c).
+ *
+ * LINES THAT CARRY THEIR IDS
+ *
+ * Readers find an event's event_id and business date in the event's fields
+ * of those names, which is what machine_event_v1's events hold.  An event of
+ * another contract may keep them under other names, or derive the date (a
+ * timestamp read in a zone, the Kafka timestamp), or not have them: so the
+ * accepted and duplicate lines of such a contract carry them beside the
+ * event, null when there are none, "business_date" first (before "event",
+ * so a reader knows at once that the line has its own) and "event_id" after
+ * it, in the sorted order of the layout.  A line is self-describing: no
+ * reader needs the contract to read it, and a landing stays readable when
+ * the time zone rules change.  An accepted record of a raw contract has no
+ * "event" but the "raw_value" (or "raw_value_base64") a quarantine line has.
+ * The manifest of a batch that another contract than machine_event_v1 judged
+ * names the contract and its version (machine_event_v1's keeps exactly the
+ * reference implementation's keys), and a readmit unit's (readmit.c) says
+ * "kind": "readmit" and which batch its records came from.  manifest.json is one
  * object whose keys before "entries" are known before the first line is
  * written (counts, business dates, the batch id), so it is written as a
  * stream alongside the JSONL files; "files" (each JSONL file's bytes, line
@@ -109,6 +129,35 @@ kl_status_file_index(const char *status)
 	return -1;
 }
 
+/*
+ * kl_judge_record
+ *		Judge a record against a contract (contract.c): NULL and r->event
+ *		filled (in events) when it is accepted, else the reason.  The one
+ *		thing judging cannot say itself, that memory ran out, is reported
+ *		here, on the backend.
+ */
+const char *
+kl_judge_record(const KlContract *c, KlRecord *r, KlPool *events, KlPool *scratch)
+{
+	KlJudgeInput in;
+	const char *reason;
+
+	in.value = r->value;
+	in.value_len = r->value_len;
+	in.timestamp_ms = r->timestamp_ms;
+	in.headers = r->headers;
+	in.nheaders = r->nheaders;
+	reason = kl_contract_judge(c, &in, events, scratch, &r->event);
+	if (reason == kl_judge_out_of_memory)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Judging the record at offset %lld against contract \"%s\" needed more memory than the system gave.",
+						   (long long) r->offset, c->name)));
+	r->writes_ids = c->writes_ids;
+	return reason;
+}
+
 /* ----------------------------------------------------------------
  *		The batch id
  * ----------------------------------------------------------------
@@ -118,11 +167,13 @@ kl_status_file_index(const char *status)
  * kl_batch_describe
  *		What a batch of the new coordinates recs[0..n) (offsets ascending,
  *		statuses decided) is before anything is written: its offsets, counts
- *		per status, business dates and id.  Fills *out.
+ *		per status, business dates and id.  Fills *out.  A readmit unit's id
+ *		also hashes salt (its contract), so that it never is the id of the
+ *		batch its records came from.
  */
 void
 kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int n,
-				  KlBatch *out)
+				  const char *salt, KlBatch *out)
 {
 	KlSha256   *h;
 	uint8		digest[KL_SHA256_LEN];
@@ -137,6 +188,8 @@ kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int 
 	out->record_count = n;
 
 	h = kl_sha256_create();
+	if (salt != NULL)
+		kl_sha256_update(h, (const uint8 *) salt, strlen(salt) + 1);
 	for (int i = 0; i < n; i++)
 	{
 		const KlRecord *r = &recs[i];
@@ -150,7 +203,7 @@ kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int 
 			out->counts[KL_FILE_QUARANTINE]++;
 		else
 			elog(ERROR, "unexpected record status '%c' in a batch", r->status);
-		if (r->status != KL_STATUS_QUARANTINED)
+		if (r->status != KL_STATUS_QUARANTINED && r->event.has_business_date)
 		{
 			if (!out->has_dates)
 			{
@@ -171,15 +224,16 @@ kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int 
 }
 
 /*
- * kl_parse_batch_name
- *		Is name "batch=<first:020d>-<last:020d>-<hash12>"?  Sets the offsets.
+ * kl_parse_unit_name
+ *		Is name "<prefix><first:020d>-<last:020d>-<hash12>"?  Sets the
+ *		offsets.
  */
-bool
-kl_parse_batch_name(const char *name, int64 *first, int64 *last)
+static bool
+kl_parse_unit_name(const char *name, const char *prefix, int64 *first, int64 *last)
 {
-	const char *id = name + strlen("batch=");
+	const char *id = name + strlen(prefix);
 
-	if (strncmp(name, "batch=", strlen("batch=")) != 0 || strlen(id) != KL_BATCH_ID_LEN)
+	if (strncmp(name, prefix, strlen(prefix)) != 0 || strlen(id) != KL_BATCH_ID_LEN)
 		return false;
 	for (int i = 0; i < KL_BATCH_ID_LEN; i++)
 	{
@@ -197,6 +251,26 @@ kl_parse_batch_name(const char *name, int64 *first, int64 *last)
 	*first = strtoi64(id, NULL, 10);
 	*last = strtoi64(id + 21, NULL, 10);
 	return *first <= *last;
+}
+
+/*
+ * kl_parse_batch_name
+ *		Is name "batch=<first:020d>-<last:020d>-<hash12>"?  Sets the offsets.
+ */
+bool
+kl_parse_batch_name(const char *name, int64 *first, int64 *last)
+{
+	return kl_parse_unit_name(name, "batch=", first, last);
+}
+
+/*
+ * kl_parse_readmit_name
+ *		Is name "readmit=<first:020d>-<last:020d>-<hash12>"?
+ */
+bool
+kl_parse_readmit_name(const char *name, int64 *first, int64 *last)
+{
+	return kl_parse_unit_name(name, "readmit=", first, last);
 }
 
 /*
@@ -234,6 +308,8 @@ kl_batch_coordinate_index(const KlBatch *b, int64 offset)
  * ----------------------------------------------------------------
  */
 
+static void kl_append_date(StringInfo out, bool valid, DateADT date);
+
 /*
  * kl_append_key
  *		The "key" member of a kafka envelope (and key_base64 for a key that
@@ -260,6 +336,56 @@ kl_append_key(StringInfo out, const KlRecord *r)
 }
 
 /*
+ * kl_append_bytes_member
+ *		"name": "<text>" for bytes that are UTF-8 text, else
+ *		"name_base64": "<base64>"; "name": null for NULL.
+ */
+static void
+kl_append_bytes_member(StringInfo out, const char *name, const char *bytes, size_t len)
+{
+	appendStringInfo(out, "\"%s", name);
+	if (bytes == NULL)
+		appendStringInfoString(out, "\": null");
+	else if (kl_utf8_text_valid(bytes, len))
+	{
+		appendStringInfoString(out, "\": ");
+		kl_json_append_string(out, bytes, len);
+	}
+	else
+	{
+		int			blen = pg_b64_enc_len(len);
+		char	   *b64 = palloc(blen + 1);
+
+		blen = pg_b64_encode(bytes, len, b64, blen);
+		appendStringInfoString(out, "_base64\": ");
+		kl_json_append_string(out, b64, blen);
+		pfree(b64);
+	}
+}
+
+/*
+ * kl_append_headers
+ *		"headers": [{"key": ..., "value": ...}, ...], in record order (the
+ *		kafka envelope has it only when the record has headers).
+ */
+static void
+kl_append_headers(StringInfo out, const KlRecord *r)
+{
+	appendStringInfoString(out, "\"headers\": [");
+	for (int i = 0; i < r->nheaders; i++)
+	{
+		const KlHeader *h = &r->headers[i];
+
+		appendStringInfoString(out, i ? ", {" : "{");
+		kl_append_bytes_member(out, "key", h->name, strlen(h->name));
+		appendStringInfoString(out, ", ");
+		kl_append_bytes_member(out, "value", h->value, h->value_len);
+		appendStringInfoChar(out, '}');
+	}
+	appendStringInfoString(out, "], ");
+}
+
+/*
  * kl_append_kafka
  *		The "kafka" envelope of a record.
  */
@@ -267,6 +393,8 @@ static void
 kl_append_kafka(StringInfo out, const KlRecord *r, const char *topic_json, int32 partition)
 {
 	appendStringInfoString(out, "\"kafka\": {");
+	if (r->nheaders > 0)
+		kl_append_headers(out, r);
 	kl_append_key(out, r);
 	appendStringInfoString(out, ", \"offset\": ");
 	kl_json_append_int64(out, r->offset);
@@ -354,19 +482,41 @@ kl_batch_append_line(StringInfo buf, const KlRecord *r, const char *topic_json, 
 	switch (r->status)
 	{
 		case KL_STATUS_ACCEPTED:
-			appendStringInfoString(buf, "{\"event\": ");
-			kl_event_append_json(buf, &r->event);
-			appendStringInfoString(buf, ", ");
-			kl_append_kafka(buf, r, topic_json, partition);
-			appendStringInfoString(buf, "}\n");
-			break;
 		case KL_STATUS_DUPLICATE:
 			appendStringInfoChar(buf, '{');
-			kl_append_duplicate_of(buf, r, topic_json);
-			appendStringInfoString(buf, ", \"event\": ");
-			kl_event_append_json(buf, &r->event);
-			appendStringInfoString(buf, ", ");
+			if (r->writes_ids)
+			{
+				appendStringInfoString(buf, "\"business_date\": ");
+				kl_append_date(buf, r->event.has_business_date, r->event.business_date);
+				appendStringInfoString(buf, ", ");
+			}
+			if (r->status == KL_STATUS_DUPLICATE)
+			{
+				kl_append_duplicate_of(buf, r, topic_json);
+				appendStringInfoString(buf, ", ");
+			}
+			if (r->event.json != NULL)
+			{
+				appendStringInfoString(buf, "\"event\": ");
+				appendBinaryStringInfo(buf, r->event.json, r->event.json_len);
+				appendStringInfoString(buf, ", ");
+			}
+			if (r->writes_ids)
+			{
+				appendStringInfoString(buf, "\"event_id\": ");
+				if (r->event.event_id)
+					kl_json_append_string(buf, r->event.event_id, r->event.event_id_len);
+				else
+					appendStringInfoString(buf, "null");
+				appendStringInfoString(buf, ", ");
+			}
 			kl_append_kafka(buf, r, topic_json, partition);
+			if (r->event.json == NULL)
+			{
+				/* accepted as it is (a raw contract) */
+				appendStringInfoString(buf, ", ");
+				kl_append_raw_value(buf, r);
+			}
 			appendStringInfoString(buf, "}\n");
 			break;
 		default:
@@ -454,6 +604,13 @@ kl_manifest_append_head(StringInfo doc, const KlBatch *b)
 		}
 		appendStringInfoString(doc, "  ]");
 	}
+	if (!kl_batch_is_machine_event_v1(b))
+	{
+		/* other contracts than the seed's say which (the seed's tools skip it) */
+		appendStringInfoString(doc, ",\n  \"contract\": ");
+		kl_json_append_string(doc, b->contract, strlen(b->contract));
+		appendStringInfo(doc, ",\n  \"contract_version\": %d", b->contract_version);
+	}
 	appendStringInfoString(doc, ",\n  \"created_at\": ");
 	kl_json_append_string(doc, created, strlen(created));
 	appendStringInfo(doc, ",\n  \"duplicate_event_count\": %d,\n", b->counts[KL_FILE_DUPLICATES]);
@@ -480,7 +637,7 @@ kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_js
 		appendStringInfoString(out, ", ");
 	}
 	appendStringInfoString(out, "\"event_id\": ");
-	if (r->status == KL_STATUS_QUARANTINED)
+	if (r->status == KL_STATUS_QUARANTINED || r->event.event_id == NULL)
 		appendStringInfoString(out, "null");
 	else
 		kl_json_append_string(out, r->event.event_id, r->event.event_id_len);
@@ -530,9 +687,17 @@ kl_manifest_append_tail(StringInfo doc, const KlBatch *b, const char *topic_json
 	appendStringInfo(doc, "  \"input_offset_end\": %lld,\n", (long long) b->last_offset);
 	appendStringInfo(doc, "  \"input_offset_start\": %lld,\n", (long long) b->first_offset);
 	appendStringInfo(doc, "  \"input_record_count\": %d,\n", b->record_count);
+	if (b->readmit)
+		appendStringInfoString(doc, "  \"kind\": \"readmit\",\n");
 	appendStringInfo(doc, "  \"new_coordinate_count\": %d,\n", b->record_count);
 	appendStringInfo(doc, "  \"partition\": %d,\n", b->partition);
 	appendStringInfo(doc, "  \"quarantine_count\": %d,\n", b->counts[KL_FILE_QUARANTINE]);
+	if (b->readmit)
+	{
+		appendStringInfoString(doc, "  \"readmit_of\": ");
+		kl_json_append_string(doc, b->readmit_of, strlen(b->readmit_of));
+		appendStringInfoString(doc, ",\n");
+	}
 	appendStringInfoString(doc, "  \"topic\": ");
 	appendStringInfoString(doc, topic_json);
 	appendStringInfoString(doc, "\n}\n");
@@ -638,7 +803,7 @@ kl_manifest_parse_entry(const KlJsonValue *obj, KlRecord *r, const char *path)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" is not valid JSON: %s", path, it.error)));
-	if (r->status == 0 || (r->status != KL_STATUS_QUARANTINED && r->event.event_id == NULL))
+	if (r->status == 0 || (r->status == KL_STATUS_DUPLICATE && r->event.event_id == NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" has an incomplete entry at offset %lld",
@@ -663,6 +828,8 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 	int			cap = 0;
 
 	memset(b, 0, sizeof(*b));
+	b->contract = KL_MACHINE_EVENT_V1;
+	b->contract_version = 1;
 	*recs = NULL;
 	*n = 0;
 	kl_sha256(text, len, digest);
@@ -685,6 +852,36 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 		}
 		else if (KEY_IS(k, "topic"))
 			b->topic = kl_manifest_text(&v, path, "topic");
+		else if (KEY_IS(k, "contract"))
+		{
+			b->contract = kl_manifest_text(&v, path, "contract");
+			if (b->contract == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid \"contract\"", path)));
+		}
+		else if (KEY_IS(k, "contract_version"))
+			b->contract_version = (int32) kl_manifest_int(&v, path, "contract_version");
+		else if (KEY_IS(k, "kind"))
+		{
+			char	   *kind = kl_manifest_text(&v, path, "kind");
+
+			if (kind == NULL || strcmp(kind, "readmit") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid \"kind\"", path)));
+			b->readmit = true;
+		}
+		else if (KEY_IS(k, "readmit_of"))
+		{
+			char	   *id = kl_manifest_text(&v, path, "readmit_of");
+
+			if (id == NULL || strlen(id) != KL_BATCH_ID_LEN)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid \"readmit_of\"", path)));
+			strlcpy(b->readmit_of, id, sizeof(b->readmit_of));
+		}
 		else if (KEY_IS(k, "partition"))
 			b->partition = (int32) kl_manifest_int(&v, path, "partition");
 		else if (KEY_IS(k, "input_offset_start"))
@@ -876,6 +1073,10 @@ kl_line_reset(KlLine *line)
 	line->validation_error.type = KL_JSON_NULL;
 	line->key.type = KL_JSON_NULL;
 	line->key_base64.type = KL_JSON_NULL;
+	line->headers.type = KL_JSON_NULL;
+	line->has_ids = false;
+	line->business_date.type = KL_JSON_NULL;
+	line->event_id.type = KL_JSON_NULL;
 	line->offset = -1;
 	line->partition = -1;
 	line->timestamp_ms = -1;
@@ -924,12 +1125,24 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 	bool		need_event = (want & KL_WANT_EVENT) || line->nfields > 0;
 	bool		need_kafka = (want & KL_WANT_KAFKA) != 0;
 	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
+	bool		need_ids = (want & KL_WANT_IDS) != 0;
 
 	kl_line_reset(line);
 	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
-	while ((need_event || need_kafka || need_quarantine) && kl_json_object_next(&it, &k, &v))
+	while ((need_event || need_kafka || need_quarantine || need_ids) &&
+		   kl_json_object_next(&it, &k, &v))
 	{
-		if (KEY_IS(k, "event"))
+		if (KEY_IS(k, "business_date"))
+		{
+			line->has_ids = true;
+			line->business_date = v;
+		}
+		else if (KEY_IS(k, "event_id"))
+		{
+			line->has_ids = true;
+			line->event_id = v;
+		}
+		else if (KEY_IS(k, "event"))
 		{
 			KlJsonReader eit;
 			KlJsonValue ek;
@@ -996,6 +1209,8 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 					line->key = kv;
 				else if (KEY_IS(kk, "key_base64"))
 					line->key_base64 = kv;
+				else if (KEY_IS(kk, "headers"))
+					line->headers = kv;
 			}
 			if (kit.error)
 				kl_line_error(kit.error);
@@ -1551,6 +1766,7 @@ kl_fast_event(KlLine *line, KlLayoutObject *o, bool more)
 /* The members of the kafka envelope, in the layout's order */
 typedef enum KlKafkaMember
 {
+	KL_KAFKA_HEADERS,
 	KL_KAFKA_KEY,
 	KL_KAFKA_KEY_BASE64,
 	KL_KAFKA_OFFSET,
@@ -1562,10 +1778,10 @@ typedef enum KlKafkaMember
 } KlKafkaMember;
 
 static const char *const kl_kafka_heads[KL_KAFKA_NMEMBERS] = {
-	"\"key\": ", "\"key_base64\": ", "\"offset\": ", "\"partition\": ",
+	"\"headers\": ", "\"key\": ", "\"key_base64\": ", "\"offset\": ", "\"partition\": ",
 	"\"timestamp_ms\": ", "\"topic\": "
 };
-static const int kl_kafka_head_lens[KL_KAFKA_NMEMBERS] = {7, 14, 10, 13, 16, 9};
+static const int kl_kafka_head_lens[KL_KAFKA_NMEMBERS] = {11, 7, 14, 10, 13, 16, 9};
 
 /*
  * kl_fast_kafka
@@ -1613,6 +1829,9 @@ kl_fast_kafka(KlLine *line, KlLayoutObject *o)
 		}
 		switch (m)
 		{
+			case KL_KAFKA_HEADERS:
+				ko.p = kl_fast_value(ko.p, ko.end, &line->headers);
+				break;
 			case KL_KAFKA_KEY:
 				ko.p = kl_fast_value(ko.p, ko.end, &line->key);
 				break;
@@ -1672,18 +1891,35 @@ kl_line_parse_fast(KlLine *line, const char *text, size_t len, int want)
 	bool		need_event = (want & KL_WANT_EVENT) || line->nfields > 0;
 	bool		need_kafka = (want & KL_WANT_KAFKA) != 0;
 	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
+	bool		need_ids = (want & KL_WANT_IDS) != 0;
+	bool		need_event_id = false;	/* a line with ids, after its event */
 
 	kl_line_reset(line);
 	if (!kl_layout_open(&top, text, text + len))
 		return false;
-	while (need_event || need_kafka || need_quarantine)
+	while (need_event || need_kafka || need_quarantine || need_event_id)
 	{
 		rc = kl_layout_key(&top, &k, &klen, true);
 		if (rc < 0)
 			return false;
 		if (rc == 0)
 			break;
-		if (LAYOUT_KEY_IS(k, klen, "event"))
+		if (LAYOUT_KEY_IS(k, klen, "business_date"))
+		{
+			/* the first member of a line that carries its ids */
+			line->has_ids = true;
+			need_event_id = need_ids;
+			if (need_ids)
+				top.p = kl_fast_value(top.p, top.end, &line->business_date);
+			else
+				top.p = kl_skip_value(top.p, top.end);
+		}
+		else if (need_event_id && LAYOUT_KEY_IS(k, klen, "event_id"))
+		{
+			top.p = kl_fast_value(top.p, top.end, &line->event_id);
+			need_event_id = false;
+		}
+		else if (LAYOUT_KEY_IS(k, klen, "event"))
 		{
 			const char *start = top.p;
 
@@ -1698,9 +1934,9 @@ kl_line_parse_fast(KlLine *line, const char *text, size_t len, int want)
 			if (line->nfields > 0)
 			{
 				top.p = start;
-				if (!kl_fast_event(line, &top, need_kafka || need_quarantine))
+				if (!kl_fast_event(line, &top, need_kafka || need_quarantine || need_event_id))
 					return false;
-				if (!need_kafka && !need_quarantine)
+				if (!need_kafka && !need_quarantine && !need_event_id)
 					return true;	/* stopped at the last field */
 			}
 			else if (!(want & KL_WANT_EVENT) &&

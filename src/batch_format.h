@@ -27,6 +27,8 @@
 #define KL_STATUS_REUSED		'r'	/* polled again; never stored */
 #define KL_STATUS_DEMOTED		'D'	/* accepted on disk, a duplicate for readers
 									 * (see recover.c) */
+#define KL_STATUS_READMITTED	'R'	/* quarantined on disk, re-admitted by a
+									 * readmit unit (see readmit.c) */
 
 /* The three JSONL files of a batch, in catalog order */
 #define KL_NFILES				3
@@ -45,11 +47,16 @@ typedef struct KlRecord
 	size_t		key_len;
 	const char *value;			/* NULL for a null value (tombstone) */
 	size_t		value_len;
+	const KlHeader *headers;	/* the record's Kafka headers */
+	int			nheaders;
 	uint8		fingerprint[KL_SHA256_LEN];
 	char		status;			/* KL_STATUS_* */
 	bool		reserved;		/* accepted, and accepted_events already holds
 								 * its event_id at this very coordinate */
-	KlEvent		event;			/* valid for accepted and duplicates */
+	bool		writes_ids;		/* its line carries business_date and event_id
+								 * of its own (the contract's choice) */
+	KlEvent		event;			/* valid for accepted and duplicates; no
+								 * event_id: deduped by coordinate only */
 	pg_uuid_t	event_key;		/* ditto */
 	const char *validation_error;	/* quarantined */
 	int32		dup_partition;	/* duplicates: where the event was accepted */
@@ -91,13 +98,22 @@ typedef struct KlBatch
 								 * (landed by 1.0) */
 	uint32		manifest_crc32c;
 	/* from the catalog */
-	char	   *demoted_statuses;	/* statuses, only when one is 'D' */
+	char	   *demoted_statuses;	/* statuses, only when one is 'D' or 'R' */
+	bool		has_demoted;	/* ... 'D': accepted lines read as duplicates */
+	bool		has_readmitted; /* ... 'R': quarantine lines a readmit unit
+								 * replaces */
 	int64	   *offset_list;	/* when the range has gaps and it is needed */
 	uint8	   *fingerprints;	/* when asked for */
 	int			nfingerprints;
 	/* landed */
 	char	   *path;			/* final directory */
-	const char *landed_by;		/* land, replay, recover or compact */
+	const char *landed_by;		/* land, replay, recover, readmit or compact */
+	/* the contract that judged it (NULL: machine_event_v1 version 1) */
+	const char *contract;
+	int32		contract_version;
+	/* a readmit unit (readmit.c): re-judged records of batch readmit_of */
+	bool		readmit;
+	char		readmit_of[KL_BATCH_ID_LEN + 1];
 	/* the landing's life cycle (compact.c, expire.c) */
 	char	  **compacted_from; /* manifest, compact(): the batches a compacted
 								 * batch replaced */
@@ -106,9 +122,26 @@ typedef struct KlBatch
 	TimestampTz expired_at;
 } KlBatch;
 
+/* the directory name of a batch: "batch=<id>", or "readmit=<id>" */
+#define KL_BATCH_DIR_PREFIX(b)	((b)->readmit ? "readmit=" : "batch=")
+
+/*
+ * kl_batch_is_machine_event_v1
+ *		Was the batch judged by machine_event_v1 (version 1, the only one)?
+ *		A batch landed before contracts were data was.
+ */
+static inline bool
+kl_batch_is_machine_event_v1(const KlBatch *b)
+{
+	return b->contract == NULL ||
+		(strcmp(b->contract, KL_MACHINE_EVENT_V1) == 0 && b->contract_version == 1);
+}
+
 #define KL_WANT_EVENT		0x01	/* the "event" object */
 #define KL_WANT_KAFKA		0x02	/* the "kafka" envelope */
 #define KL_WANT_QUARANTINE	0x04	/* raw value and validation error */
+#define KL_WANT_IDS			0x08	/* the line's own business_date and
+									 * event_id, when it has them */
 
 /* The members of one landed line, as spans */
 typedef struct KlLine
@@ -122,6 +155,12 @@ typedef struct KlLine
 	KlJsonValue raw_value;
 	KlJsonValue raw_value_base64;
 	KlJsonValue validation_error;
+	KlJsonValue headers;		/* in the kafka envelope, when the record had some */
+	bool		has_ids;		/* the line has its own business_date and
+								 * event_id (a contract whose event does not
+								 * hold them under those names) */
+	KlJsonValue business_date;	/* ... those members */
+	KlJsonValue event_id;
 	int			nfields;		/* event fields asked for */
 	const char **field_names;
 	int		   *field_name_lens;
@@ -133,12 +172,15 @@ typedef struct KlLine
 } KlLine;
 
 extern const char *const kl_file_names[KL_NFILES];
+extern const char *kl_judge_record(const KlContract *c, KlRecord *r, KlPool *events,
+								   KlPool *scratch);
 extern const char *const kl_status_names[KL_NFILES];
 extern int	kl_status_file_index(const char *status);
 extern int	kl_record_file(char status);
 extern void kl_batch_describe(const char *topic, int32 partition, const KlRecord *recs, int n,
-							  KlBatch *out);
+							  const char *salt, KlBatch *out);
 extern bool kl_parse_batch_name(const char *name, int64 *first, int64 *last);
+extern bool kl_parse_readmit_name(const char *name, int64 *first, int64 *last);
 extern int	kl_batch_coordinate_index(const KlBatch *b, int64 offset);
 extern void kl_batch_append_line(StringInfo buf, const KlRecord *r, const char *topic_json,
 								 int32 partition);

@@ -212,7 +212,8 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file
 					  char **buffer, size_t *buffer_size)
 {
 	char	   *dir = kl_partition_dir(src, b->partition);
-	char	   *path = psprintf("%s/batch=%s/%s", dir, b->batch_id, kl_file_names[file]);
+	char	   *path = psprintf("%s/%s%s/%s", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id,
+								kl_file_names[file]);
 	const KlFileInfo *expect = &b->files[file];
 	int			fd;
 	const char *not_regular;
@@ -328,7 +329,7 @@ void
 kl_check_manifest(KlSource *src, const KlBatch *b)
 {
 	char	   *dir = kl_partition_dir(src, b->partition);
-	char	   *path = psprintf("%s/batch=%s/manifest.json", dir, b->batch_id);
+	char	   *path = psprintf("%s/%s%s/manifest.json", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id);
 	const char *not_regular;
 	int			fd = kl_open_landed(path, &not_regular);
 	struct stat st;

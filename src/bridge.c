@@ -21,7 +21,10 @@
  *	   accepted events of the date in (partition, offset) order, each one
  *	   canonical CSV line (csv.c) streamed to a temporary file and through
  *	   SHA-256: the digest is source_hash.  A bitmap marks the first event of
- *	   each natural key.  No event: ERROR P0002, and nothing was written;
+ *	   each natural key.  No event: ERROR P0002, and nothing was written.
+ *	   close_date() (close.c) selects only what lies below its marks; a date
+ *	   it closed is refused here when the selection changed since, unless
+ *	   reopen (bridge_closing.c);
  *	4. adapter version (bridge_adapter.c): the CSV at its content address
  *	   adapter/business_date=<date>/source_hash=<hex>/events.csv with a
  *	   provenance.json, and its row in adapter_versions, created or reused;
@@ -34,7 +37,12 @@
  *	7. the eight quality checks (bridge_checks.c);
  *	8. when all pass, the run is "processed" and gold becomes a new current
  *	   snapshot of the date; otherwise the run is "failed_quality" and gold
- *	   stays as it was (bridge_gold.c).
+ *	   stays as it was (bridge_gold.c).  Gold and snapshot carry the closing
+ *	   status: provisional, or reopened for a date that was closed.
+ *
+ * close_date() runs the same steps through kl_bridge_create, kl_bridge_gather,
+ * kl_bridge_adapter and kl_bridge_process, and decides itself what a
+ * processed input becomes (close.c).
  *
  * ONE TRANSACTION, AND THE FILES
  *
@@ -81,6 +89,7 @@
 #include "source.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_bridge);
+PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_1);
 
 /*
  * kl_date_text
@@ -164,20 +173,106 @@ kl_bridge_recover(KlBridge *b)
 }
 
 /*
- * kafka_lake_bridge
- *		bridge(source, business_date): one row (business_date, source_hash,
- *		the adapter version, the run, the checks, silver, gold, the snapshot).
+ * kl_bridge_create
+ *		The state of a bridge of one (source, date).
  */
-Datum
-kafka_lake_bridge(PG_FUNCTION_ARGS)
+KlBridge *
+kl_bridge_create(const char *source, DateADT date)
+{
+	KlBridge   *b = palloc0(sizeof(KlBridge));
+	MemoryContext old;
+
+	b->cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake bridge",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(b->cxt);
+	b->src = kl_source_lookup(source);
+	b->date = date;
+	kl_date_text(b->date, b->date_text);
+	b->started_at = GetCurrentTimestamp();
+	b->step_start = b->started_at;
+	b->tmp_fd = -1;
+	MemoryContextSwitchTo(old);
+	return b;
+}
+
+/*
+ * kl_bridge_gather
+ *		Steps 1 to 3: the lock of the date (the source is not dropped under
+ *		us), recovery, the batches of the date, the selection (source_hash).
+ */
+void
+kl_bridge_gather(KlBridge *b)
+{
+	List	   *batches;
+
+	kl_source_lock(b->src);
+	kl_lock_bridge_date(b->src->source_id, b->date);
+	kl_bridge_step_done(b, "lock");
+	kl_bridge_recover(b);
+	batches = kl_bridge_scan(b);
+	kl_bridge_step_done(b, "recovery and batch list");
+	kl_bridge_select(b, batches);
+	kl_bridge_step_done(b, "selection and CSV");
+}
+
+/*
+ * kl_bridge_adapter
+ *		Step 4: the adapter version, created or reused.
+ */
+void
+kl_bridge_adapter(KlBridge *b)
+{
+	kl_bridge_place_adapter(b);
+	kl_bridge_record_adapter(b);
+	kl_bridge_step_done(b, "adapter version");
+}
+
+/*
+ * kl_bridge_process
+ *		Steps 6 to 8, for an input no run processed yet: a new run, silver,
+ *		the checks and, when all pass, a new snapshot.  Returns whether it
+ *		was published; *snapshot_id is the date's current snapshot after it
+ *		(*has_snapshot false when the date has none).
+ */
+bool
+kl_bridge_process(KlBridge *b, int64 *snapshot_id, bool *has_snapshot)
+{
+	bool		published;
+
+	kl_new_run_id(b->run_id);
+	kl_bridge_load_silver(b);
+	kl_bridge_drop_temp(b);
+	kl_bridge_step_done(b, "silver");
+	kl_bridge_check(b);
+	kl_bridge_step_done(b, "quality checks");
+	published = (b->passed == KL_NCHECKS);
+	if (published)
+	{
+		*snapshot_id = kl_bridge_publish(b);
+		*has_snapshot = true;
+	}
+	else
+		*has_snapshot = kl_bridge_reject(b, snapshot_id);
+	kl_bridge_step_done(b, published ? "run and gold snapshot" : "run");
+	return published;
+}
+
+/*
+ * kl_bridge_call
+ *		bridge(source, business_date [, reopen]): one row (business_date,
+ *		source_hash, the adapter version, the run, the checks, silver, gold,
+ *		the snapshot).  closing: the catalog has the closing of dates
+ *		(1.1): a closed date whose input changed is refused unless reopen
+ *		(bridge_closing.c).
+ */
+static Datum
+kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen)
 {
 	TupleDesc	tupdesc;
 	KlBridge   *b;
 	Datum		values[12];
 	bool		nulls[12] = {0};
-	List	   *batches;
 	KlPriorRun	prior;
-	MemoryContext old;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -192,30 +287,11 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 				 errmsg("business_date must be a finite date"),
 				 errhint("Pass the calendar day to bridge, for example '2026-06-29'.")));
 
-	b = palloc0(sizeof(KlBridge));
-	b->cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake bridge",
-								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(b->cxt);
-	b->src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	b->date = PG_GETARG_DATEADT(1);
-	kl_date_text(b->date, b->date_text);
-	b->started_at = GetCurrentTimestamp();
-	b->step_start = b->started_at;
-	b->tmp_fd = -1;
-	MemoryContextSwitchTo(old);
-
-	/* steps 1 to 4 (the source is not dropped under us) */
-	kl_source_lock(b->src);
-	kl_lock_bridge_date(b->src->source_id, b->date);
-	kl_bridge_step_done(b, "lock");
-	kl_bridge_recover(b);
-	batches = kl_bridge_scan(b);
-	kl_bridge_step_done(b, "recovery and batch list");
-	kl_bridge_select(b, batches);
-	kl_bridge_step_done(b, "selection and CSV");
-	kl_bridge_place_adapter(b);
-	kl_bridge_record_adapter(b);
-	kl_bridge_step_done(b, "adapter version");
+	b = kl_bridge_create(text_to_cstring(PG_GETARG_TEXT_PP(0)), PG_GETARG_DATEADT(1));
+	kl_bridge_gather(b);
+	if (closing)
+		kl_bridge_closing_check(b, reopen);
+	kl_bridge_adapter(b);
 
 	values[0] = DateADTGetDatum(b->date);
 	values[1] = CStringGetTextDatum(b->source_hash);
@@ -232,9 +308,16 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 		values[7] = Int32GetDatum(prior.quality_total);
 		values[8] = Int32GetDatum(prior.silver_rows);
 		values[9] = Int32GetDatum(prior.gold_rows);
+		values[11] = CStringGetTextDatum("skipped");
+		if (b->reopening)
+		{
+			/* a closed date goes back to an input processed before it closed */
+			prior.snapshot_id = kl_bridge_republish(b, prior.run_id);
+			prior.has_snapshot = true;
+			values[11] = CStringGetTextDatum("published");
+		}
 		values[10] = Int64GetDatum(prior.snapshot_id);
 		nulls[10] = !prior.has_snapshot;
-		values[11] = CStringGetTextDatum("skipped");
 	}
 	else
 	{
@@ -243,21 +326,9 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 		bool		published;
 
 		/* steps 6 to 8 */
-		kl_new_run_id(b->run_id);
-		kl_bridge_load_silver(b);
-		kl_bridge_drop_temp(b);
-		kl_bridge_step_done(b, "silver");
-		kl_bridge_check(b);
-		kl_bridge_step_done(b, "quality checks");
-		published = (b->passed == KL_NCHECKS);
-		if (published)
-		{
-			snapshot_id = kl_bridge_publish(b);
-			has_snapshot = true;
-		}
-		else
-			has_snapshot = kl_bridge_reject(b, &snapshot_id);
-		kl_bridge_step_done(b, published ? "run and gold snapshot" : "run");
+		published = kl_bridge_process(b, &snapshot_id, &has_snapshot);
+		if (published && b->reopening)
+			kl_bridge_reopened(b, snapshot_id);
 
 		values[4] = CStringGetTextDatum(b->run_id);
 		values[5] = CStringGetTextDatum(published ? "processed" : "failed_quality");
@@ -271,4 +342,27 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/*
+ * kafka_lake_bridge
+ *		bridge(source, business_date), as version 1.0 defined it (a database
+ *		not yet updated has no closing of dates).
+ */
+Datum
+kafka_lake_bridge(PG_FUNCTION_ARGS)
+{
+	return kl_bridge_call(fcinfo, false, false);
+}
+
+/*
+ * kafka_lake_bridge_1_1
+ *		bridge(source, business_date, reopen): a closed date whose accepted
+ *		set changed is published again (a correction, 'reopened') only with
+ *		reopen => true.
+ */
+Datum
+kafka_lake_bridge_1_1(PG_FUNCTION_ARGS)
+{
+	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2));
 }

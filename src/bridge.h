@@ -3,7 +3,8 @@
  * bridge.h
  *	  The state of one bridge() call, shared by its phases: bridge.c runs
  *	  the steps, bridge_select.c, bridge_adapter.c, bridge_silver.c,
- *	  bridge_checks.c and bridge_gold.c each do one of them.
+ *	  bridge_checks.c, bridge_gold.c and bridge_closing.c each do one of
+ *	  them.
  *
  * IDENTIFICATION
  *	  src/bridge.h
@@ -68,6 +69,13 @@ typedef struct KlBridge
 	TimestampTz started_at;
 	MemoryContext cxt;			/* lives for the call */
 	int64		total_batches;	/* of the source, for messages */
+
+	/* closing a date (close.c); NULL for a plain bridge */
+	const int64 *through;		/* per partition: select offsets below it only */
+	int			nthrough;		/* partitions it covers; others give nothing */
+	const char *closing_status; /* of the published gold rows and snapshot:
+								 * NULL is 'provisional' */
+	bool		reopening;		/* a closed date gets a correction snapshot */
 
 	/* pass 1: selection, the adapter file, the source-side checks */
 	List	   *used_batches;	/* KlUsedBatch */
@@ -134,6 +142,10 @@ typedef struct KlSilverColumn
 
 /* in bridge.c */
 extern void kl_bridge_step_done(KlBridge *b, const char *step);
+extern KlBridge *kl_bridge_create(const char *source, DateADT date);
+extern void kl_bridge_gather(KlBridge *b);
+extern void kl_bridge_adapter(KlBridge *b);
+extern bool kl_bridge_process(KlBridge *b, int64 *snapshot_id, bool *has_snapshot);
 
 /* in bridge_select.c */
 extern List *kl_bridge_scan(KlBridge *b);
@@ -153,6 +165,11 @@ extern void kl_bridge_load_silver(KlBridge *b);
 
 /* in bridge_checks.c */
 extern void kl_bridge_check(KlBridge *b);
+
+/* in bridge_closing.c */
+extern void kl_bridge_closing_check(KlBridge *b, bool reopen);
+extern int64 kl_bridge_republish(KlBridge *b, const char *run_id);
+extern void kl_bridge_reopened(KlBridge *b, int64 snapshot_id);
 
 /* in bridge_gold.c */
 extern bool kl_bridge_find_processed_run(KlBridge *b, KlPriorRun *prior);

@@ -14,7 +14,9 @@
  * file size, lines, CRC-32C; a mismatch is XX001), and the lines are read
  * by the fast path of batch_format.c, which takes every line land() writes
  * (a DEBUG1 line counts the lines it did not take).  Kept: the lines whose
- * event has the date, except coordinates that recover() demoted.  No event
+ * event has the date, except coordinates that recover() demoted, and, when
+ * close_date() bridges, except what lies at or past a partition's mark (a
+ * batch wholly past it is not opened).  No event
  * is ERROR P0002, and nothing was written (the temporary file is created at
  * the first selected event).  A date with a batch whose record files
  * expire() removed is refused (55000) before anything is read.
@@ -47,6 +49,44 @@
 #include "digest.h"
 #include "json.h"
 #include "keyset.h"
+
+/*
+ * kl_bridge_check_contracts
+ *		The bridge reads events of machine_event_v1 (its canonical CSV,
+ *		silver and gold are that contract's): a source that lands with
+ *		another contract, and a date with batches another contract judged or
+ *		with records readmit() re-admitted, are refused (0A000) before
+ *		anything is written.
+ */
+static void
+kl_bridge_check_contracts(KlBridge *b, List *batches)
+{
+	ListCell   *cell;
+
+	if (strcmp(b->src->contract, KL_MACHINE_EVENT_V1) != 0 || b->src->contract_version != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("bridge() reads machine_event_v1 events, and source \"%s\" lands with contract \"%s\" version %d",
+						b->src->source, b->src->contract, b->src->contract_version),
+				 errhint("Query its events through kafka_lake.%s_events; bridge a source of contract machine_event_v1.",
+						 b->src->source)));
+	foreach(cell, batches)
+	{
+		KlBatch    *batch = lfirst(cell);
+
+		if (batch->readmit || !kl_batch_is_machine_event_v1(batch))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("business date %s of source \"%s\" has %s",
+							b->date_text, b->src->source,
+							batch->readmit ? "records that readmit() re-admitted" :
+							psprintf("a batch judged by contract \"%s\" version %d",
+									 batch->contract, batch->contract_version)),
+					 errdetail("Batch %s of partition %d.", batch->batch_id, batch->partition),
+					 errhint("bridge() reads batches that machine_event_v1 judged as they landed; query the others through kafka_lake.%s_events.",
+							 b->src->source)));
+	}
+}
 
 /*
  * kl_bridge_scan
@@ -87,6 +127,7 @@ kl_bridge_scan(KlBridge *b)
 		}
 		kl_refuse_expired(b->src, expired, "bridge");
 	}
+	kl_bridge_check_contracts(b, batches);
 	return batches;
 }
 
@@ -154,6 +195,20 @@ kl_natural_key(StringInfo key, const char *wo, size_t wo_len,
 	kl_keyset_append_part(key, wo, wo_len);
 	kl_keyset_append_part(key, machine, machine_len);
 	appendBinaryStringInfo(key, (const char *) &event_time, sizeof(event_time));
+}
+
+/*
+ * kl_bridge_below_marks
+ *		Does a closing of the date select this coordinate?  A closing
+ *		(close.c) selects only what lies below each partition's mark; a
+ *		plain bridge selects everything.
+ */
+static inline bool
+kl_bridge_below_marks(const KlBridge *b, int32 partition, int64 offset)
+{
+	if (b->through == NULL)
+		return true;
+	return partition < b->nthrough && offset < b->through[partition];
 }
 
 /*
@@ -231,6 +286,8 @@ kl_bridge_select(KlBridge *b, List *batches)
 		const char *text;
 		size_t		len;
 
+		if (!kl_bridge_below_marks(b, batch->partition, batch->first_offset))
+			continue;
 		MemoryContextSwitchTo(batch_cxt);
 		kl_check_manifest(b->src, batch);
 		kl_reader_open(&reader, b->src, batch, KL_FILE_ACCEPTED);
@@ -264,6 +321,8 @@ kl_bridge_select(KlBridge *b, List *batches)
 				if (strcmp(scratch[KL_CSV_BUSINESS_DATE].data, b->date_text) != 0)
 					continue;
 			}
+			if (!kl_bridge_below_marks(b, batch->partition, line.offset))
+				continue;
 			idx = kl_batch_coordinate_index(batch, line.offset);
 			if (idx < 0 || batch->fingerprints == NULL || idx >= batch->nfingerprints)
 				kl_bad_line(psprintf("offset %lld is not a coordinate of its batch",

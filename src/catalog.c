@@ -32,13 +32,15 @@
  * accepted event_id costs a row, in accepted_events, because its uniqueness
  * (I3) must be enforced by the database across concurrent sessions.
  *
- * Every statement on the catalog is here, in catalog_bridge.c for the
- * bridge's own tables, or in catalog_lifecycle.c for compaction and expiry:
- * callers get C structs (KlSource, KlBatch, ...) and never see SQL.
- * kafka_lake.batches in particular has one reader of whole batches,
- * kl_catalog_scan_batches, for the foreign table, the bridge, recover(),
- * verify() and compact().  What must go faster than SQL allows (the accepted event_ids of
- * a landing) goes straight to the table (bulk_insert.c), still here.
+ * Every statement on the catalog is here, or in catalog_bridge.c for the
+ * bridge's own tables, catalog_close.c for the certificates of closed dates,
+ * catalog_status.c for partition_state and catalog_lifecycle.c for
+ * compaction and expiry: callers get C structs (KlSource, KlBatch, ...) and
+ * never see SQL.  kafka_lake.batches in particular has one reader of whole
+ * batches, kl_catalog_scan_batches, for the foreign table, the bridge,
+ * recover(), verify() and compact().  What must go faster than SQL allows
+ * (the accepted event_ids of a landing) goes straight to the table
+ * (bulk_insert.c), still here.
  *
  * IDENTIFICATION
  *	  src/catalog.c
@@ -208,8 +210,11 @@ kl_source_lookup(const char *name)
 	MemoryContext caller = CurrentMemoryContext;
 
 	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
-				" landing_dir FROM kafka_lake.sources WHERE source = $1",
+	kl_spi_exec(kl_catalog_has_contracts() ?
+				"SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
+				" landing_dir, contract_version FROM kafka_lake.sources WHERE source = $1" :
+				"SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
+				" landing_dir, 1 FROM kafka_lake.sources WHERE source = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -233,6 +238,7 @@ kl_source_lookup(const char *name)
 		src->contract = SPI_getvalue(tup, desc, 6);
 		src->cluster_id = SPI_getvalue(tup, desc, 7);
 		src->dir = psprintf("%s/%s", SPI_getvalue(tup, desc, 8), src->source);
+		src->contract_version = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
 		MemoryContextSwitchTo(old);
 	}
 	kl_catalog_end(cs);
@@ -344,12 +350,12 @@ kl_catalog_partition_changed(KlSource *src, int32 partition)
  */
 void
 kl_catalog_insert_source(const char *source, const char *server, const char *topic,
-						 const char *group_id, const char *contract, const char *root,
-						 const char *default_group)
+						 const char *group_id, const char *contract, int32 contract_version,
+						 const char *root, const char *default_group)
 {
 	KlCatalogSave cs;
-	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[6];
+	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[7];
 
 	values[0] = CStringGetTextDatum(source);
 	values[1] = CStringGetTextDatum(server);
@@ -357,6 +363,7 @@ kl_catalog_insert_source(const char *source, const char *server, const char *top
 	values[3] = CStringGetTextDatum(group_id);
 	values[4] = CStringGetTextDatum(contract);
 	values[5] = CStringGetTextDatum(root);
+	values[6] = Int32GetDatum(contract_version);
 
 	cs = kl_catalog_begin();
 	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source = $1",
@@ -380,10 +387,16 @@ kl_catalog_insert_source(const char *source, const char *server, const char *top
 						 default_group)));
 
 	/* a concurrent create_source of the same name: 42710, not a unique violation */
-	kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
-				" landing_dir) VALUES ($1, $2, $3, $4, $5, $6)"
-				" ON CONFLICT (source) DO NOTHING",
-				6, types, values, NULL, SPI_OK_INSERT);
+	if (kl_catalog_has_contracts())
+		kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
+					" landing_dir, contract_version) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+					" ON CONFLICT (source) DO NOTHING",
+					7, types, values, NULL, SPI_OK_INSERT);
+	else
+		kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
+					" landing_dir) VALUES ($1, $2, $3, $4, $5, $6)"
+					" ON CONFLICT (source) DO NOTHING",
+					6, types, values, NULL, SPI_OK_INSERT);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -410,7 +423,8 @@ kl_catalog_create_records_table(const char *source, const char *server, const ch
 					 " topic text, partition integer, \"offset\" bigint, key text,"
 					 " timestamp_ms bigint, fingerprint text, status text, event_id text,"
 					 " business_date date, event jsonb, raw_value text,"
-					 " validation_error text, batch_id text)"
+					 " validation_error text, batch_id text,"
+					 " headers jsonb, contract text, contract_version integer)"
 					 " SERVER %s OPTIONS (source %s)",
 					 quote_identifier(psprintf("%s_records", source)),
 					 quote_identifier(server),
@@ -470,6 +484,9 @@ kl_catalog_delete_source(KlSource *src)
 	cs = kl_catalog_begin();
 	kl_spi_exec(psprintf("DROP FOREIGN TABLE IF EXISTS kafka_lake.%s",
 						 quote_identifier(psprintf("%s_records", src->source))),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	kl_spi_exec(psprintf("DROP FOREIGN TABLE IF EXISTS kafka_lake.%s",
+						 quote_identifier(psprintf("%s_events", src->source))),
 				0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	kl_spi_exec_latest("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1",
 					   1, types, values, SPI_OK_DELETE);
@@ -555,7 +572,14 @@ kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
 	KlDurable  *result = NULL;
 
 	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints"
+	/* the landed coordinates: a readmit unit's are those of its batch again */
+	kl_spi_exec(kl_catalog_has_contracts() ?
+				"SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints"
+				" FROM kafka_lake.coordinates"
+				" WHERE source_id = $1 AND topic = $2 AND partition = $3"
+				"   AND offsets && pg_catalog.int8range($4, $5, '[]') AND NOT readmit"
+				" ORDER BY pg_catalog.lower(offsets)" :
+				"SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints"
 				" FROM kafka_lake.coordinates"
 				" WHERE source_id = $1 AND topic = $2 AND partition = $3"
 				"   AND offsets && pg_catalog.int8range($4, $5, '[]')"
@@ -649,6 +673,20 @@ kl_catalog_relid(const char *relname)
 }
 
 /*
+ * kl_catalog_has_contracts
+ *		Does the catalog have kafka_lake.contracts, and with it the contract
+ *		columns of sources and batches and the readmit units (version 1.1
+ *		on)?  A database still at 1.0 knows machine_event_v1 only.
+ */
+bool
+kl_catalog_has_contracts(void)
+{
+	Oid			nsp = get_namespace_oid("kafka_lake", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("contracts", nsp));
+}
+
+/*
  * kl_mark_known_events
  *		Mark as duplicates the candidates whose event_id is already accepted
  *		in the catalog at another coordinate; a candidate whose event_id the
@@ -685,7 +723,7 @@ kl_mark_known_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	{
 		KlRecord   *r = &recs[i];
 
-		if (r->status != KL_STATUS_ACCEPTED || r->reserved)
+		if (r->status != KL_STATUS_ACCEPTED || r->reserved || r->event.event_id == NULL)
 			continue;
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -765,7 +803,8 @@ kl_insert_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 	order = palloc(sizeof(KlRecord *) * n);
 	for (int i = 0; i < n; i++)
 	{
-		if (recs[i].status == KL_STATUS_ACCEPTED && !recs[i].reserved)
+		if (recs[i].status == KL_STATUS_ACCEPTED && !recs[i].reserved &&
+			recs[i].event.event_id != NULL)
 			order[ncand++] = &recs[i];
 	}
 	qsort(order, ncand, sizeof(KlRecord *), kl_record_key_cmp);
@@ -886,20 +925,20 @@ void
 kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, int n)
 {
 	KlCatalogSave cs;
-	Oid			btypes[20] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
+	Oid			btypes[24] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
 		INT4OID, INT4OID, INT4OID, INT4OID, DATEOID, DATEOID,
 		INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID,
-	INT8OID, INT8OID};
-	Datum		bvalues[20];
-	char		bnulls[20];
+	INT8OID, INT8OID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
+	Datum		bvalues[24];
+	char		bnulls[24];
 	Datum		fb[KL_NFILES],
 				fl[KL_NFILES],
 				fc[KL_NFILES],
 				fs[KL_NFILES];
-	Oid			ctypes[9] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID, INT8ARRAYOID, BYTEAOID,
-	TEXTOID, TEXTOID};
-	Datum		cvalues[9];
-	char		cnulls[9];
+	Oid			ctypes[10] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID, INT8ARRAYOID, BYTEAOID,
+	TEXTOID, TEXTOID, BOOLOID};
+	Datum		cvalues[10];
+	char		cnulls[10];
 	bytea	   *fps;
 	char	   *statuses;
 	bool		contiguous = (b->last_offset - b->first_offset + 1 == n);
@@ -967,9 +1006,29 @@ kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, i
 
 	bvalues[18] = Int64GetDatum(b->manifest_bytes);
 	bvalues[19] = Int64GetDatum((int64) b->manifest_crc32c);
+	bvalues[20] = CStringGetTextDatum(b->contract ? b->contract : KL_MACHINE_EVENT_V1);
+	bvalues[21] = Int32GetDatum(b->contract ? b->contract_version : 1);
+	bvalues[22] = CStringGetTextDatum(b->readmit ? "readmit" : "landing");
+	if (b->readmit)
+		bvalues[23] = CStringGetTextDatum(b->readmit_of);
+	else
+	{
+		bvalues[23] = (Datum) 0;
+		bnulls[23] = 'n';
+	}
+	cvalues[9] = BoolGetDatum(b->readmit);
 
 	cs = kl_catalog_begin();
-	if (kl_catalog_has_manifest_checks())
+	if (kl_catalog_has_contracts())
+		kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
+					" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
+					" quarantine_count, min_business_date, max_business_date, file_bytes,"
+					" file_lines, file_crc32c, file_sha256, manifest_sha256, landed_by,"
+					" manifest_bytes, manifest_crc32c, contract, contract_version, kind, readmit_of)"
+					" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+					" $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
+					24, btypes, bvalues, bnulls, SPI_OK_INSERT);
+	else if (kl_catalog_has_manifest_checks())
 		kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
 					" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
 					" quarantine_count, min_business_date, max_business_date, file_bytes,"
@@ -987,10 +1046,16 @@ kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, i
 					" $15, $16, $17, $18)",
 					18, btypes, bvalues, bnulls, SPI_OK_INSERT);
 	cvalues[7] = CStringGetTextDatum(statuses);
-	kl_spi_exec("INSERT INTO kafka_lake.coordinates (source_id, topic, partition, offsets,"
-				" batch_id, offset_list, fingerprints, statuses)"
-				" VALUES ($1, $2, $3, pg_catalog.int8range($4, $5, '[]'), $9, $6, $7, $8)",
-				9, ctypes, cvalues, cnulls, SPI_OK_INSERT);
+	if (kl_catalog_has_contracts())
+		kl_spi_exec("INSERT INTO kafka_lake.coordinates (source_id, topic, partition, offsets,"
+					" batch_id, offset_list, fingerprints, statuses, readmit)"
+					" VALUES ($1, $2, $3, pg_catalog.int8range($4, $5, '[]'), $9, $6, $7, $8, $10)",
+					10, ctypes, cvalues, cnulls, SPI_OK_INSERT);
+	else
+		kl_spi_exec("INSERT INTO kafka_lake.coordinates (source_id, topic, partition, offsets,"
+					" batch_id, offset_list, fingerprints, statuses)"
+					" VALUES ($1, $2, $3, pg_catalog.int8range($4, $5, '[]'), $9, $6, $7, $8)",
+					9, ctypes, cvalues, cnulls, SPI_OK_INSERT);
 	kl_catalog_end(cs);
 }
 
@@ -1165,12 +1230,12 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 "SELECT b.batch_id, b.partition, b.first_offset, b.last_offset,"
 					 " b.file_bytes, b.file_lines, b.file_crc32c,"
 					 " b.accepted_count, b.duplicate_count, b.quarantine_count,"
-					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 THEN c.statuses END,"
-					 " CASE WHEN pg_catalog.strpos(c.statuses, 'D') > 0 OR %s THEN c.offset_list END,"
+					 " CASE WHEN c.statuses ~ '[DR]' THEN c.statuses END,"
+					 " CASE WHEN c.statuses ~ '[DR]' OR %s THEN c.offset_list END,"
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
-					 " b.record_count, %s, %s"
+					 " b.record_count, %s, %s, %s"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1186,6 +1251,9 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 kl_catalog_has_manifest_checks() ?
 					 "b.manifest_bytes, b.manifest_crc32c" : "NULL::bigint, NULL::bigint",
 					 (want & KL_BATCH_WANT_SHA256) ? "b.file_sha256" : "NULL::text[]",
+					 kl_catalog_has_contracts() ?
+					 "b.contract, b.contract_version, b.kind = 'readmit', b.readmit_of" :
+					 "NULL::text, NULL::integer, false, NULL::text",
 					 kl_catalog_has_lifecycle() ? "b.expired_at" : "NULL::timestamptz",
 					 files.data);
 
@@ -1223,7 +1291,11 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 
 		d = SPI_getbinval(tup, desc, 11, &isnull);
 		if (!isnull)
+		{
 			b->demoted_statuses = TextDatumGetCString(d);
+			b->has_demoted = strchr(b->demoted_statuses, KL_STATUS_DEMOTED) != NULL;
+			b->has_readmitted = strchr(b->demoted_statuses, KL_STATUS_READMITTED) != NULL;
+		}
 		d = SPI_getbinval(tup, desc, 12, &isnull);
 		if (!isnull)
 		{
@@ -1278,6 +1350,15 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 									   sizeof(b->files[i].sha256));
 		}
 		d = SPI_getbinval(tup, desc, 22, &isnull);
+		b->contract = isnull ? KL_MACHINE_EVENT_V1 : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 23, &isnull);
+		b->contract_version = isnull ? 1 : DatumGetInt32(d);
+		d = SPI_getbinval(tup, desc, 24, &isnull);
+		b->readmit = !isnull && DatumGetBool(d);
+		d = SPI_getbinval(tup, desc, 25, &isnull);
+		if (!isnull)
+			text_to_cstring_buffer(DatumGetTextPP(d), b->readmit_of, sizeof(b->readmit_of));
+		d = SPI_getbinval(tup, desc, 26, &isnull);
 		if (!isnull)
 		{
 			b->expired = true;
@@ -1338,8 +1419,9 @@ kl_catalog_partitions(KlSource *src)
 /*
  * kl_catalog_forget_batch
  *		Forget a batch whose directory is gone (recover()): its row (and its
- *		coordinates, by cascade) and the event_ids it accepted, which have no
- *		foreign key to batches.
+ *		coordinates, by cascade), its readmit units' rows, and the event_ids
+ *		they accepted, which have no foreign key to batches.  (A readmit
+ *		unit itself is forgotten by kl_catalog_forget_readmit.)
  */
 void
 kl_catalog_forget_batch(KlSource *src, const KlBatch *b)
@@ -1354,6 +1436,11 @@ kl_catalog_forget_batch(KlSource *src, const KlBatch *b)
 	values[3] = Int64GetDatum(b->first_offset);
 	values[4] = Int64GetDatum(b->last_offset);
 	cs = kl_catalog_begin();
+	/* its readmit units go with it (their event_ids lie in its range too) */
+	if (kl_catalog_has_contracts() &&
+		SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND readmit_of = $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not forget the readmit units of batch %s", b->batch_id);
 	if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
 							  " WHERE source_id = $1 AND partition = $3"
 							  "   AND \"offset\" BETWEEN $4 AND $5",

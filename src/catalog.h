@@ -26,6 +26,7 @@ typedef struct KlSource
 	char	   *topic;
 	char	   *group_id;
 	char	   *contract;
+	int32		contract_version;	/* 1 in a catalog without contracts */
 	char	   *cluster_id;		/* NULL until the first land() */
 	char	   *dir;			/* <landing root>/<source> */
 } KlSource;
@@ -71,6 +72,7 @@ typedef struct KlCatalogSave
 } KlCatalogSave;
 
 extern Oid	kl_catalog_relid(const char *relname);
+extern bool kl_catalog_has_contracts(void);
 extern KlCatalogSave kl_catalog_begin(void);
 extern void kl_catalog_end(KlCatalogSave save);
 extern void kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id);
@@ -97,7 +99,8 @@ extern void kl_catalog_lock_source(KlSource *src);
 extern bool kl_catalog_source_exists(int32 source_id, const char *source);
 extern bool kl_catalog_partition_changed(KlSource *src, int32 partition);
 extern void kl_catalog_insert_source(const char *source, const char *server, const char *topic,
-									 const char *group_id, const char *contract, const char *root,
+									 const char *group_id, const char *contract,
+									 int32 contract_version, const char *root,
 									 const char *default_group);
 extern void kl_catalog_create_records_table(const char *source, const char *server,
 											const char *topic);

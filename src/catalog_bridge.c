@@ -392,9 +392,10 @@ kl_catalog_publish_snapshot(KlBridge *b, int64 snapshot_id)
 	KlCatalogSave cs;
 	int64		previous = 0;
 	bool		has_previous = false;
-	Oid			stypes[7] = {INT8OID, INT4OID, DATEOID, TEXTOID, TEXTOID, INT4OID, INT8OID};
-	Datum		svalues[7];
-	char		snulls[7] = "       ";
+	Oid			stypes[8] = {INT8OID, INT4OID, DATEOID, TEXTOID, TEXTOID, INT4OID, INT8OID,
+	TEXTOID};
+	Datum		svalues[8];
+	char		snulls[8] = "        ";
 
 	cs = kl_catalog_begin();
 	/* the date's current snapshot stops being current ... */
@@ -418,11 +419,22 @@ kl_catalog_publish_snapshot(KlBridge *b, int64 snapshot_id)
 	if (!has_previous)
 		snulls[6] = 'n';
 
-	/* ... and the new one replaces it */
-	if (SPI_execute_with_args("INSERT INTO kafka_lake.snapshots (snapshot_id, source_id,"
+	/*
+	 * ... and the new one replaces it, with the closing status of a date
+	 * that was ever closed (the column's default, 'provisional', otherwise:
+	 * a database at 1.0 has no such column)
+	 */
+	svalues[7] = b->closing_status ? CStringGetTextDatum(b->closing_status) : (Datum) 0;
+	if (SPI_execute_with_args(b->closing_status ?
+							  "INSERT INTO kafka_lake.snapshots (snapshot_id, source_id,"
+							  " business_date, run_id, source_hash, gold_rows, replaces_snapshot_id,"
+							  " closing_status)"
+							  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)" :
+							  "INSERT INTO kafka_lake.snapshots (snapshot_id, source_id,"
 							  " business_date, run_id, source_hash, gold_rows, replaces_snapshot_id)"
 							  " VALUES ($1, $2, $3, $4, $5, $6, $7)",
-							  7, stypes, svalues, snulls, false, 0) != SPI_OK_INSERT)
+							  b->closing_status ? 8 : 7, stypes, svalues, snulls,
+							  false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record the snapshot");
 
 	kl_catalog_end(cs);
@@ -432,15 +444,16 @@ kl_catalog_publish_snapshot(KlBridge *b, int64 snapshot_id)
  * kl_catalog_insert_gold
  *		The gold rows of snapshot_id, one per group of b (rates[i] and
  *		averages[i]: the group's defect_rate and avg_cycle_time_ms as
- *		decimal text).
+ *		decimal text), with the closing status of b (provisional unless
+ *		the date was ever closed, see bridge_closing.c).
  */
 void
 kl_catalog_insert_gold(KlBridge *b, int64 snapshot_id, char **rates, char **averages)
 {
 	KlCatalogSave cs;
-	Oid			gtypes[9] = {INT8OID, DATEOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-	INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
-	Datum		gvalues[9];
+	Oid			gtypes[10] = {INT8OID, DATEOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+	INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID};
+	Datum		gvalues[10];
 	char	  **plants = palloc(sizeof(char *) * Max(b->ngroups, 1));
 	char	  **lines = palloc(sizeof(char *) * Max(b->ngroups, 1));
 	char	  **products = palloc(sizeof(char *) * Max(b->ngroups, 1));
@@ -460,15 +473,16 @@ kl_catalog_insert_gold(KlBridge *b, int64 snapshot_id, char **rates, char **aver
 	gvalues[6] = kl_int8_array(b, offsetof(KlGoldGroup, defects));
 	gvalues[7] = kl_text_array(rates, b->ngroups);
 	gvalues[8] = kl_text_array(averages, b->ngroups);
+	gvalues[9] = CStringGetTextDatum(b->closing_status ? b->closing_status : "provisional");
 	cs = kl_catalog_begin();
 	if (SPI_execute_with_args("INSERT INTO kafka_lake.gold_daily_line_metrics (snapshot_id,"
 							  " business_date, plant_id, line_id, product_code, units_produced,"
 							  " defect_count, defect_rate, avg_cycle_time_ms, closing_status)"
 							  " SELECT $1, $2, g.plant_id, g.line_id, g.product_code, g.units, g.defects,"
-							  "   g.defect_rate::pg_catalog.numeric, g.average::pg_catalog.numeric, 'provisional'"
+							  "   g.defect_rate::pg_catalog.numeric, g.average::pg_catalog.numeric, $10"
 							  " FROM unnest($3, $4, $5, $6, $7, $8, $9)"
 							  "   AS g(plant_id, line_id, product_code, units, defects, defect_rate, average)",
-							  9, gtypes, gvalues, NULL, false, 0) != SPI_OK_INSERT)
+							  10, gtypes, gvalues, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record the gold rows");
 	kl_catalog_end(cs);
 }

@@ -96,4 +96,20 @@ kl_init_materialized_srf(FunctionCallInfo fcinfo)
 				   (node)->ss.ps.state)->checkAsUser : GetUserId())
 #endif
 
+/*
+ * kl_hook_shmem_request
+ *		Have request() ask for shared memory when the postmaster sizes it.
+ *		PostgreSQL 15 added shmem_request_hook and refuses requests made
+ *		anywhere else; before, _PG_init made them itself.  *prev gets the
+ *		hook to chain to (NULL before 15).
+ */
+typedef void (*kl_shmem_request_fn) (void);
+#if PG_VERSION_NUM >= 150000
+#include "storage/ipc.h"
+#define kl_hook_shmem_request(prev, request) \
+	(*(prev) = shmem_request_hook, shmem_request_hook = (request))
+#else
+#define kl_hook_shmem_request(prev, request) (*(prev) = NULL, (request) ())
+#endif
+
 #endif							/* KAFKA_LAKE_COMPAT_H */

@@ -7,8 +7,13 @@
  * A kafka_lake foreign table names a source (and optionally one status);
  * its columns are either the envelope columns of kafka_lake.<source>_records
  * (topic, partition, "offset", key, timestamp_ms, fingerprint, status,
- * event_id, business_date, event, raw_value, validation_error, batch_id) or,
- * under any other name, a field of the event, read with the column's type.
+ * event_id, business_date, event, raw_value, validation_error, batch_id,
+ * headers, contract, contract_version) or, under any other name, a field of
+ * the event, read with the column's type.  event_id and business_date come
+ * from the line's own members when it has them (a contract whose event does
+ * not hold them under those names, batch_format.c), else from the event's
+ * fields of those names; contract and contract_version are the batch's.
+ * The typed table <source>_events (contract_catalog.c) is such a table.
  * The column option "field" makes any column an event field of that name.  A
  * table reads only a source of its own server: USAGE on a server is what
  * lets a role declare foreign tables there, so it must not open another
@@ -65,7 +70,11 @@
  * batch_id) are built once per scan.  A coordinate that recover() demoted
  * (an accepted line whose event_id was accepted first elsewhere; 'D' in the
  * catalog) reads as a duplicate, as recover() reports: the accepted file of
- * its batch is read for duplicate_event_id too.  CHECK_FOR_INTERRUPTS runs
+ * its batch is read for duplicate_event_id too.  A quarantined coordinate
+ * that a readmit unit re-admitted ('R', readmit.c) is skipped in the
+ * quarantine file of its batch: the unit, an ordinary batch to the scan,
+ * holds it now.  A json or jsonb column reads a value's JSON text (a string
+ * with its quotes).  CHECK_FOR_INTERRUPTS runs
  * for every line, so cancel and statement_timeout stop a scan promptly.
  *
  * Expired batches (expire.c) are never read: a scan whose pruned batches
@@ -148,20 +157,23 @@ typedef enum KlColumnKind
 	KL_COL_RAW_VALUE,
 	KL_COL_VALIDATION_ERROR,
 	KL_COL_BATCH_ID,
+	KL_COL_HEADERS,
+	KL_COL_CONTRACT,
+	KL_COL_CONTRACT_VERSION,
 	KL_COL_FIELD				/* any other name: an event field */
 } KlColumnKind;
 
 static const char *const kl_column_names[] = {
 	"topic", "partition", "offset", "key", "timestamp_ms", "fingerprint",
 	"status", "event_id", "business_date", "event", "raw_value",
-	"validation_error", "batch_id", NULL
+	"validation_error", "batch_id", "headers", "contract", "contract_version", NULL
 };
 
 /* ... and their types in kafka_lake.<source>_records */
 static const char *const kl_column_types[] = {
 	"text", "integer", "bigint", "text", "bigint", "text",
 	"text", "text", "date", "jsonb", "text",
-	"text", "text", NULL
+	"text", "text", "jsonb", "text", "integer", NULL
 };
 
 /* One clause that can prune: <column> <strategy> <value>, or = ANY (<array>) */
@@ -253,6 +265,7 @@ typedef struct KlScanState
 	int			want;			/* KL_WANT_* the columns need */
 	int			file_want;		/* ... plus the offset where demoted */
 	bool		check_demoted;	/* current file has demoted coordinates */
+	bool		check_readmitted;	/* current file has re-admitted ones */
 	int			row_status;		/* KL_FILE_* of the status of the current row */
 	int			nattrs;
 	KlAttr	   *attrs;
@@ -1402,6 +1415,7 @@ kl_scan_setup_attrs(KlScanState *st, Relation rel, List *needed, bool all)
 			case KL_COL_OFFSET:
 			case KL_COL_TIMESTAMP_MS:
 			case KL_COL_FINGERPRINT:
+			case KL_COL_HEADERS:
 				st->want |= KL_WANT_KAFKA;
 				break;
 			case KL_COL_EVENT:
@@ -1414,6 +1428,9 @@ kl_scan_setup_attrs(KlScanState *st, Relation rel, List *needed, bool all)
 			case KL_COL_EVENT_ID:
 			case KL_COL_BUSINESS_DATE:
 			case KL_COL_FIELD:
+				/* lines of most contracts carry their ids; the seed's have them in the event */
+				if (a->kind != KL_COL_FIELD)
+					st->want |= KL_WANT_IDS;
 				/* one lookup per distinct field name */
 				a->field = -1;
 				for (int f = 0; f < nfields; f++)
@@ -1463,7 +1480,7 @@ kl_scan_reads_file(const KlScanState *st, const KlBatch *b, int file)
 	if (b->files[file].lines == 0)
 		return false;
 	return files[file] ||
-		(file == KL_FILE_ACCEPTED && files[KL_FILE_DUPLICATES] && b->demoted_statuses != NULL);
+		(file == KL_FILE_ACCEPTED && files[KL_FILE_DUPLICATES] && b->has_demoted);
 }
 
 /*
@@ -1618,9 +1635,10 @@ kl_next_file(KlScanState *st)
 				st->batch_id_datums[st->batch_index] = CStringGetTextDatum(st->batch->batch_id);
 			MemoryContextSwitchTo(old);
 		}
-		st->check_demoted = (st->batch->demoted_statuses != NULL &&
-							 st->file == KL_FILE_ACCEPTED);
-		st->file_want = st->want | (st->check_demoted ? KL_WANT_KAFKA : 0);
+		st->check_demoted = (st->batch->has_demoted && st->file == KL_FILE_ACCEPTED);
+		st->check_readmitted = (st->batch->has_readmitted && st->file == KL_FILE_QUARANTINE);
+		st->file_want = st->want |
+			((st->check_demoted || st->check_readmitted) ? KL_WANT_KAFKA : 0);
 		st->row_status = st->file;
 		st->file_open = true;
 		st->files_checked++;
@@ -1766,6 +1784,11 @@ kl_field_datum(KlScanState *st, KlAttr *a, const KlJsonValue *v, bool *isnull)
 					return TimestampTzGetDatum(ts);
 			}
 			break;
+		case JSONBOID:
+		case JSONOID:
+			/* a JSON column reads the value's JSON text, strings included */
+			st->current_value = v;
+			return kl_input_function_call(st, a, pnstrdup(v->start, v->len));
 	}
 	st->current_value = v;
 	return kl_input_function_call(st, a, kl_json_cstring(v));
@@ -1866,9 +1889,31 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 								   kl_status_names[st->row_status]);
 				break;
 			case KL_COL_EVENT_ID:
+				d = kl_field_datum(st, a, line->has_ids ? &line->event_id : &line->fields[a->field],
+								   &isnull);
+				break;
 			case KL_COL_BUSINESS_DATE:
+				d = kl_field_datum(st, a,
+								   line->has_ids ? &line->business_date : &line->fields[a->field],
+								   &isnull);
+				break;
 			case KL_COL_FIELD:
 				d = kl_field_datum(st, a, &line->fields[a->field], &isnull);
+				break;
+			case KL_COL_HEADERS:
+				d = kl_field_datum(st, a, &line->headers, &isnull);
+				break;
+			case KL_COL_CONTRACT:
+				d = kl_text_column(st, a, (Datum) 0, st->batch->contract);
+				break;
+			case KL_COL_CONTRACT_VERSION:
+				if (a->typid == INT4OID)
+					d = Int32GetDatum(st->batch->contract_version);
+				else
+				{
+					snprintf(buf, sizeof(buf), "%d", st->batch->contract_version);
+					d = kl_text_column(st, a, (Datum) 0, buf);
+				}
 				break;
 			case KL_COL_EVENT:
 				d = kl_field_datum(st, a, &line->event, &isnull);
@@ -1931,8 +1976,16 @@ kl_scan_next_line(KlScanState *st, bool parse, const char **text, size_t *len)
 		st->lines_read++;
 		if (parse)
 			kl_line_parse(&st->line, *text, *len, st->file_want);
-		else if (st->check_demoted)
+		else if (st->check_demoted || st->check_readmitted)
 			kl_line_parse(&st->line, *text, *len, KL_WANT_KAFKA);
+		if (st->check_readmitted)
+		{
+			/* a readmit unit holds this record now (it is read from there) */
+			int			idx = kl_batch_coordinate_index(st->batch, st->line.offset);
+
+			if (idx >= 0 && st->batch->demoted_statuses[idx] == KL_STATUS_READMITTED)
+				continue;
+		}
 		if (st->check_demoted)
 		{
 			st->row_status = kl_line_demoted(st) ? KL_FILE_DUPLICATES : KL_FILE_ACCEPTED;

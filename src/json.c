@@ -727,91 +727,121 @@ kl_json_key_is(const KlJsonValue *key, const char *name, size_t namelen)
 }
 
 /*
+ * kl_json_decode_to
+ *		Write the decoded content of a validated string span to out, which
+ *		has room for s->len bytes (a decoded string is never longer than its
+ *		JSON spelling); returns its length.  No allocation: the contract
+ *		engine calls it off PostgreSQL's allocator.
+ */
+size_t
+kl_json_decode_to(const KlJsonValue *s, char *out)
+{
+	const char *p = s->start + 1;
+	const char *end = s->start + s->len - 1;
+	char	   *o = out;
+
+	if (!s->has_escapes)
+	{
+		memcpy(out, p, end - p);
+		return end - p;
+	}
+	while (p < end)
+	{
+		const char *run = p;
+
+		while (p < end && *p != '\\')
+			p++;
+		if (p > run)
+		{
+			memcpy(o, run, p - run);
+			o += p - run;
+		}
+		if (p >= end)
+			break;
+		o += kl_json_unescape(&p, o);
+	}
+	return o - out;
+}
+
+/*
  * kl_json_decode_string
  *		Append the decoded content of a validated string span to out.
  */
 void
 kl_json_decode_string(const KlJsonValue *s, StringInfo out)
 {
-	const char *p = s->start + 1;
-	const char *end = s->start + s->len - 1;
-
-	if (!s->has_escapes)
-	{
-		appendBinaryStringInfo(out, p, end - p);
-		return;
-	}
-	while (p < end)
-	{
-		const char *run = p;
-		char		buf[4];
-
-		while (p < end && *p != '\\')
-			p++;
-		if (p > run)
-			appendBinaryStringInfo(out, run, p - run);
-		if (p >= end)
-			break;
-		appendBinaryStringInfo(out, buf, kl_json_unescape(&p, buf));
-	}
+	enlargeStringInfo(out, s->len);
+	out->len += kl_json_decode_to(s, out->data + out->len);
+	out->data[out->len] = '\0';
 }
 
 /*
- * kl_json_append_string
- *		Append s[0..len) as a JSON string, escaped as Python's json.dumps
- *		does with ensure_ascii.  s must be valid UTF-8.
+ * kl_json_escape_to
+ *		Write s[0..len) as a JSON string, quotes included, escaped as
+ *		Python's json.dumps does with ensure_ascii, to out, which has room
+ *		for KL_JSON_ESCAPED_MAX(len) bytes; returns the length written.  s
+ *		must be valid UTF-8.  No allocation (see kl_json_decode_to).
  */
-void
-kl_json_append_string(StringInfo out, const char *s, size_t len)
+size_t
+kl_json_escape_to(char *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *) s;
 	const unsigned char *end = p + len;
+	char	   *o = out;
 
-	enlargeStringInfo(out, len + 2);
-	out->data[out->len++] = '"';
+	*o++ = '"';
 	while (p < end)
 	{
 		const unsigned char *run = p;
 		unsigned int cp;
 		int			n;
-		char		esc[12];
 
 		while (p < end && *p >= 0x20 && *p < 0x7F && *p != '"' && *p != '\\')
 			p++;
 		if (p > run)
-			appendBinaryStringInfo(out, (const char *) run, p - run);
+		{
+			memcpy(o, run, p - run);
+			o += p - run;
+		}
 		if (p >= end)
 			break;
 
 		switch (*p)
 		{
 			case '"':
-				appendBinaryStringInfo(out, "\\\"", 2);
+				*o++ = '\\';
+				*o++ = '"';
 				p++;
 				continue;
 			case '\\':
-				appendBinaryStringInfo(out, "\\\\", 2);
+				*o++ = '\\';
+				*o++ = '\\';
 				p++;
 				continue;
 			case '\n':
-				appendBinaryStringInfo(out, "\\n", 2);
+				*o++ = '\\';
+				*o++ = 'n';
 				p++;
 				continue;
 			case '\r':
-				appendBinaryStringInfo(out, "\\r", 2);
+				*o++ = '\\';
+				*o++ = 'r';
 				p++;
 				continue;
 			case '\t':
-				appendBinaryStringInfo(out, "\\t", 2);
+				*o++ = '\\';
+				*o++ = 't';
 				p++;
 				continue;
 			case '\b':
-				appendBinaryStringInfo(out, "\\b", 2);
+				*o++ = '\\';
+				*o++ = 'b';
 				p++;
 				continue;
 			case '\f':
-				appendBinaryStringInfo(out, "\\f", 2);
+				*o++ = '\\';
+				*o++ = 'f';
 				p++;
 				continue;
 		}
@@ -846,32 +876,71 @@ kl_json_append_string(StringInfo out, const char *s, size_t len)
 			unsigned int hi = 0xD800 | (v >> 10);
 			unsigned int lo = 0xDC00 | (v & 0x3FF);
 
-			esc[0] = '\\';
-			esc[1] = 'u';
-			esc[2] = hex[(hi >> 12) & 0xF];
-			esc[3] = hex[(hi >> 8) & 0xF];
-			esc[4] = hex[(hi >> 4) & 0xF];
-			esc[5] = hex[hi & 0xF];
-			esc[6] = '\\';
-			esc[7] = 'u';
-			esc[8] = hex[(lo >> 12) & 0xF];
-			esc[9] = hex[(lo >> 8) & 0xF];
-			esc[10] = hex[(lo >> 4) & 0xF];
-			esc[11] = hex[lo & 0xF];
-			appendBinaryStringInfo(out, esc, 12);
+			o[0] = '\\';
+			o[1] = 'u';
+			o[2] = hex[(hi >> 12) & 0xF];
+			o[3] = hex[(hi >> 8) & 0xF];
+			o[4] = hex[(hi >> 4) & 0xF];
+			o[5] = hex[hi & 0xF];
+			o[6] = '\\';
+			o[7] = 'u';
+			o[8] = hex[(lo >> 12) & 0xF];
+			o[9] = hex[(lo >> 8) & 0xF];
+			o[10] = hex[(lo >> 4) & 0xF];
+			o[11] = hex[lo & 0xF];
+			o += 12;
 		}
 		else
 		{
-			esc[0] = '\\';
-			esc[1] = 'u';
-			esc[2] = hex[(cp >> 12) & 0xF];
-			esc[3] = hex[(cp >> 8) & 0xF];
-			esc[4] = hex[(cp >> 4) & 0xF];
-			esc[5] = hex[cp & 0xF];
-			appendBinaryStringInfo(out, esc, 6);
+			o[0] = '\\';
+			o[1] = 'u';
+			o[2] = hex[(cp >> 12) & 0xF];
+			o[3] = hex[(cp >> 8) & 0xF];
+			o[4] = hex[(cp >> 4) & 0xF];
+			o[5] = hex[cp & 0xF];
+			o += 6;
 		}
 	}
-	appendStringInfoChar(out, '"');
+	*o++ = '"';
+	return o - out;
+}
+
+/*
+ * kl_json_append_string
+ *		Append s[0..len) as a JSON string, escaped as Python's json.dumps
+ *		does with ensure_ascii.  s must be valid UTF-8.
+ */
+void
+kl_json_append_string(StringInfo out, const char *s, size_t len)
+{
+	enlargeStringInfo(out, KL_JSON_ESCAPED_MAX(len));
+	out->len += kl_json_escape_to(out->data + out->len, s, len);
+	out->data[out->len] = '\0';
+}
+
+/*
+ * kl_json_format_int64
+ *		A decimal integer into buf (at least 21 bytes, not terminated);
+ *		returns its length.
+ */
+int
+kl_json_format_int64(char *buf, int64 v)
+{
+	char		tmp[24];
+	char	   *p = tmp + sizeof(tmp);
+	uint64		u = (v < 0) ? -(uint64) v : (uint64) v;
+	int			n;
+
+	do
+	{
+		*--p = '0' + (u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	n = tmp + sizeof(tmp) - p;
+	memcpy(buf, p, n);
+	return n;
 }
 
 /*
@@ -881,18 +950,9 @@ kl_json_append_string(StringInfo out, const char *s, size_t len)
 void
 kl_json_append_int64(StringInfo out, int64 v)
 {
-	char		buf[24];
-	char	   *p = buf + sizeof(buf);
-	uint64		u = (v < 0) ? -(uint64) v : (uint64) v;
-
-	do
-	{
-		*--p = '0' + (u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
-	appendBinaryStringInfo(out, p, buf + sizeof(buf) - p);
+	enlargeStringInfo(out, 24);
+	out->len += kl_json_format_int64(out->data + out->len, v);
+	out->data[out->len] = '\0';
 }
 
 /*

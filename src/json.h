@@ -17,6 +17,9 @@
 
 #define KL_JSON_MAX_DEPTH		64
 
+/* the most bytes kl_json_escape_to writes for len bytes (\u001f for each) */
+#define KL_JSON_ESCAPED_MAX(len)	((len) * 6 + 2)
+
 typedef enum KlJsonType
 {
 	KL_JSON_NULL,
@@ -69,8 +72,11 @@ extern void kl_json_array_open(KlJsonReader *iter, const char *start, const char
 extern bool kl_json_array_next(KlJsonReader *iter, KlJsonValue *value);
 extern bool kl_json_key_is(const KlJsonValue *key, const char *name, size_t namelen);
 extern void kl_json_decode_string(const KlJsonValue *s, StringInfo out);
+extern size_t kl_json_decode_to(const KlJsonValue *s, char *out);
+extern size_t kl_json_escape_to(char *out, const char *s, size_t len);
 extern void kl_json_append_string(StringInfo out, const char *s, size_t len);
 extern void kl_json_append_int64(StringInfo out, int64 v);
+extern int	kl_json_format_int64(char *buf, int64 v);
 extern bool kl_json_parse_int64(const char *s, size_t len, int64 *result);
 extern bool kl_json_read_member_value(KlJsonReader *r, KlJsonValue *out);
 

@@ -49,6 +49,10 @@
  * kafka_lake is in shared_preload_libraries; _PG_init therefore does nothing
  * that needs a database (it runs in the postmaster then).
  *
+ * With shared_preload_libraries, _PG_init also asks for the small shared
+ * memory table that keeps the last error of a failed land() for
+ * source_status (source_status.c).
+ *
  * IDENTIFICATION
  *	  src/kafka_lake.c
  *
@@ -75,6 +79,7 @@
 #include "compat.h"
 #include "kafka_lake.h"
 #include "options.h"
+#include "source_status.h"
 
 PG_MODULE_MAGIC;
 
@@ -174,6 +179,9 @@ _PG_init(void)
 
 	kl_prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = kl_emit_log_hook;
+
+	/* the last errors source_status shows (shared memory, when preloaded) */
+	kl_status_shmem_init();
 }
 
 /*

@@ -23,10 +23,13 @@
  *	   particular offset: transaction markers and compaction leave offsets
  *	   that are never delivered);
  *	2. classify: a coordinate already durable is "reused" if its fingerprint
- *	   matches and an ERROR if not (I2); the others are validated against the
- *	   contract (accepted or quarantined) and their event_ids are decided
- *	   against the window and the catalog (accepted_events), which also
- *	   reserves them (I3);
+ *	   matches and an ERROR if not (I2); the others are judged by the
+ *	   source's contract (compiled once per backend, contract_catalog.c;
+ *	   judged off PostgreSQL's allocator, contract.c: accepted or
+ *	   quarantined) and their event_ids are decided against the window and
+ *	   the catalog (accepted_events), which also reserves them (I3); a
+ *	   contract without event_id accepts every valid record (the coordinate
+ *	   is its identity);
  *	3. and 4. write the batch into a staging directory, fsync, rename, fsync
  *	   the parent (landing_files.c; what is written, batch_format.c).  New
  *	   coordinates separated by reused ones go to separate batches, so a
@@ -42,7 +45,11 @@
  * on an explicit range, except step 6: it never commits (I6).  replay() by
  * time finds that range per partition through the broker's offsets for the
  * window's two ends (kl_kafka_offsets_for_times, which also works against a
- * broker without a time index), then replays each range the same way.
+ * broker without a time index), then replays each range the same way.  Once
+ * the partitions are done, land() records in one statement what
+ * source_status shows of each partition it owned (catalog_status.c); a
+ * land() that fails leaves its error in shared memory instead
+ * (source_status.c), since its transaction rolls back.
  *
  * TRANSACTION BOUNDARIES, AND WHY THE DISK IS THE TRUTH
  *
@@ -74,6 +81,16 @@
  * that is taken for a re-created topic.  Under REPEATABLE READ the catalog
  * cannot see the other call's work at all: a partition changed after the
  * snapshot is a serialization failure (locks.c).
+ *
+ * LANDING UP TO MARKS
+ *
+ * close_date() lands through kl_land_to_marks: the same steps, with each
+ * partition's high watermark replaced by a mark (the high watermark at the
+ * call, or the first offset at or after a cutoff time), so that nothing at
+ * or past a mark lands in that call, and with a busy partition waited for,
+ * until the call's timeout, instead of skipped: a date is complete only when
+ * every partition is.  Partitions are taken in ascending order, so two such
+ * calls never wait for each other in a circle (land() never waits).
  *
  * THE CONSUMER GROUP
  *
@@ -119,15 +136,20 @@
 
 #include "batch_format.h"
 #include "catalog.h"
+#include "catalog_status.h"
 #include "compat.h"
 #include "contract.h"
+#include "contract_catalog.h"
+#include "contract_define.h"
 #include "digest.h"
 #include "kafka.h"
 #include "kafka_lake.h"
+#include "land.h"
 #include "landing_files.h"
 #include "locks.h"
 #include "recover.h"
 #include "source.h"
+#include "source_status.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_land);
 PG_FUNCTION_INFO_V1(kafka_lake_replay);
@@ -148,6 +170,9 @@ typedef struct KlLandCall
 	Tuplestorestate *out;		/* result rows */
 	TupleDesc	desc;
 	MemoryContext window_cxt;	/* reset per window */
+	const KlContract *contract; /* what judges the records */
+	KlPool    *events;			/* the window's events and reasons */
+	KlPool    *scratch;		/* a record's judgement */
 	KlRecord   *recs;			/* the window */
 	int			nrecs;
 	size_t		bytes;
@@ -166,6 +191,16 @@ typedef struct KlLandCall
 									 * commit of the partition */
 	int64	   *pending_first;	/* their offsets */
 	int64	   *pending_last;
+	int64		rows;			/* result rows so far */
+	/* what source_status shows of each partition (partition_state) */
+	bool	   *owned;			/* this call held the partition's lock */
+	const char **part_status;	/* status of the partition's last row */
+	/* a landing up to marks (kl_land_to_marks, for close_date) */
+	const int64 *marks;			/* per partition: land below it only; NULL:
+								 * up to the high watermark */
+	int64	   *reached;		/* per partition: landed below this offset */
+	int64	   *last_offset;	/* per partition: the last record polled, -1 */
+	int64	   *last_timestamp_ms;	/* its timestamp, -1: none */
 } KlLandCall;
 
 /* One result row */
@@ -354,6 +389,11 @@ kl_emit(KlLandCall *call, const KlLandRow *row, int64 committed)
 	Datum		values[12];
 	bool		nulls[12] = {0};
 
+	call->rows++;
+	if (call->partition >= 0 && call->partition < call->nparts)
+		call->part_status[call->partition] = row->status;
+	if (call->out == NULL)
+		return;					/* kl_land_to_marks reports no rows */
 	values[0] = CStringGetTextDatum(call->src->topic);
 	values[1] = Int32GetDatum(call->partition);
 	if (row->batch_id)
@@ -486,6 +526,30 @@ kl_poll_window(KlLandCall *call, int64 stop)
 		r->key_len = msg->key ? msg->key_len : 0;
 		r->value = msg->payload;
 		r->value_len = msg->payload ? msg->len : 0;
+		{
+			rd_kafka_headers_t *hdrs;
+
+			if (rd_kafka_message_headers(msg, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+				rd_kafka_header_cnt(hdrs) > 0)
+			{
+				int			nh = (int) rd_kafka_header_cnt(hdrs);
+				KlHeader   *h = palloc(sizeof(KlHeader) * nh);
+
+				for (int i = 0; i < nh; i++)
+				{
+					const void *val;
+					size_t		size;
+
+					if (rd_kafka_header_get_all(hdrs, i, &h[i].name, &val, &size) !=
+						RD_KAFKA_RESP_ERR_NO_ERROR)
+						elog(ERROR, "could not read header %d of a record", i);
+					h[i].value = val;
+					h[i].value_len = val ? size : 0;
+				}
+				r->headers = h;
+				r->nheaders = nh;
+			}
+		}
 		call->bytes += r->key_len + r->value_len;
 		call->polled++;
 		call->polled_records++;
@@ -522,10 +586,16 @@ kl_classify_run(KlLandCall *call, KlRecord *recs, int n)
 
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
-		r->validation_error = kl_contract_validate(r->value, r->value_len, &r->event);
+		r->validation_error = kl_judge_record(call->contract, r, call->events, call->scratch);
 		if (r->validation_error != NULL)
 		{
 			r->status = KL_STATUS_QUARANTINED;
+			continue;
+		}
+		if (r->event.event_id == NULL)
+		{
+			/* a contract without event_id: the coordinate is the identity */
+			r->status = KL_STATUS_ACCEPTED;
 			continue;
 		}
 		kl_event_key(call->src->source_id, r->event.event_id, r->event.event_id_len, &r->event_key);
@@ -592,6 +662,12 @@ kl_process_window(KlLandCall *call)
 	ListCell   *cell;
 	int64		next_offset = recs[n - 1].offset + 1;
 
+	if (call->last_offset != NULL)
+	{
+		call->last_offset[p] = recs[n - 1].offset;
+		call->last_timestamp_ms[p] = recs[n - 1].timestamp_ms;
+	}
+
 	/* fingerprints, then what is already durable */
 	for (int i = 0; i < n; i++)
 	{
@@ -643,7 +719,9 @@ kl_process_window(KlLandCall *call)
 
 		kl_classify_run(call, recs + i, j - i);
 		b = palloc(sizeof(KlBatch));
-		kl_write_batch(src, p, recs + i, j - i, b);
+		kl_write_unit(src, p, recs + i, j - i,
+					  kl_contract_is_machine_event_v1(call->contract) ? NULL : call->contract->name,
+					  call->contract->version, NULL, b);
 		kl_note_landed(call, b);
 		b->landed_by = call->is_replay ? "replay" : "land";
 		kl_catalog_insert_batch(src, b, recs + i, j - i);
@@ -709,6 +787,7 @@ kl_land_range(KlLandCall *call, int64 start, int64 stop)
 	while (!done && !call->stop)
 	{
 		MemoryContextReset(call->window_cxt);
+		kl_pool_reset(call->events);
 		old = MemoryContextSwitchTo(call->window_cxt);
 		done = kl_poll_window(call, stop);
 		if (call->nrecs > 0)
@@ -720,14 +799,14 @@ kl_land_range(KlLandCall *call, int64 start, int64 stop)
 
 /*
  * kl_start_call
- *		Common set-up of land() and replay(): the source, the result set,
- *		the consumer, the topic's partitions and the cluster id check.
- *		Returns the partition count.
+ *		Common set-up of land(), replay() and kl_land_to_marks: the source,
+ *		the result set (none without fcinfo), the consumer, the topic's
+ *		partitions and the cluster id check.  Returns the partition count.
  */
 static int
 kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int timeout_ms)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ReturnSetInfo *rsinfo = fcinfo ? (ReturnSetInfo *) fcinfo->resultinfo : NULL;
 	char	   *cluster_id;
 	int			nparts;
 
@@ -735,9 +814,12 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	call->timeout_ms = timeout_ms;
 	kl_source_lock(call->src);
 	call->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
-	kl_init_materialized_srf(fcinfo);
-	call->out = rsinfo->setResult;
-	call->desc = rsinfo->setDesc;
+	if (fcinfo != NULL)
+	{
+		kl_init_materialized_srf(fcinfo);
+		call->out = rsinfo->setResult;
+		call->desc = rsinfo->setDesc;
+	}
 	/*
 	 * The window context keeps a 16 MB block across resets: a window's
 	 * normalised events take about that much, and fresh memory every window
@@ -750,6 +832,9 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	call->recs = MemoryContextAllocHuge(CurrentMemoryContext,
 										sizeof(KlRecord) * kl_batch_max_records);
 	call->committed = -1;
+	call->contract = kl_source_contract(call->src);
+	call->events = kl_pool_create(CurrentMemoryContext, 4 * 1024 * 1024);
+	call->scratch = kl_pool_create(CurrentMemoryContext, 256 * 1024);
 
 	call->kk = kl_kafka_open(call->src->server, KL_CONSUMER, call->src->group_id);
 	nparts = kl_kafka_partition_count(call->kk, call->src->topic, call->deadline);
@@ -772,6 +857,8 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	call->pending_batches = palloc0(sizeof(int) * nparts);
 	call->pending_first = palloc0(sizeof(int64) * nparts);
 	call->pending_last = palloc0(sizeof(int64) * nparts);
+	call->owned = palloc0(sizeof(bool) * nparts);
+	call->part_status = palloc0(sizeof(char *) * nparts);
 	for (int p = 0; p < nparts; p++)
 		call->call_committed[p] = -1;
 	return nparts;
@@ -839,11 +926,13 @@ kl_land_partition(KlLandCall *call)
 	KlPartitionState st;
 	int64		low,
 				high;
+	int64		stop;
 	int64		group;
 	int64		start;
 	int64		continue_from;
 	bool		adopt = false;
-	int			rows_before;
+	bool		got_there = true;
+	int64		rows_before;
 
 	kl_recover_partition(src, p, NULL, NULL);
 	kl_catalog_partition_state(src, p, &st);
@@ -867,6 +956,7 @@ kl_land_partition(KlLandCall *call)
 		call->high[p] = high;
 	}
 	kl_check_high_watermark(call, high, st.remembered);
+	stop = call->marks ? Min(high, call->marks[p]) : high;
 
 	/*
 	 * Start where the consumer group says (a group without an offset, e.g.
@@ -905,7 +995,11 @@ kl_land_partition(KlLandCall *call)
 								 st.last_commit >= 0 ? st.last_commit : st.remembered);
 	}
 
-	if (continue_from < low)
+	/*
+	 * (A landing up to a mark that lies below where the partition goes on
+	 * needs nothing of what expired above it: the next land() judges that.)
+	 */
+	if (continue_from < low && !(call->marks && continue_from >= stop))
 	{
 		KlDurable  *durable = kl_catalog_durable(src, p, continue_from, low - 1);
 		int64		first_lost = continue_from;
@@ -935,7 +1029,7 @@ kl_land_partition(KlLandCall *call)
 	}
 	start = Max(start, low);
 
-	rows_before = tuplestore_tuple_count(call->out);
+	rows_before = call->rows;
 	if (adopt)
 	{
 		ereport(NOTICE,
@@ -949,29 +1043,139 @@ kl_land_partition(KlLandCall *call)
 		kl_commit_partition(call, group, NULL);
 		kl_emit_simple(call, "adopted", group);
 	}
-	if (start < high)
-		kl_land_range(call, start, high);
+	if (start < stop)
+	{
+		kl_land_range(call, start, stop);
+		got_there = !call->stop;
+	}
 
-	if (tuplestore_tuple_count(call->out) == rows_before)
+	if (call->rows == rows_before)
 	{
 		/* nothing new; make the group's offset say where we stand */
 		if (start != call->committed && !call->stop)
 			kl_commit_partition(call, start, NULL);
 		kl_emit_simple(call, "empty", call->committed);
 	}
+
+	/*
+	 * Up to a mark: everything below it is durable once the landing got
+	 * there, or had nothing to land (the call's time or budget may have run
+	 * out on an earlier partition: this one needed none of it).
+	 */
+	if (call->reached && got_there)
+		call->reached[p] = stop;
+}
+
+/*
+ * kl_own_marked_partition
+ *		kl_land_to_marks: own a partition, waiting for another session that
+ *		is landing it, unless this source already committed it up to its
+ *		mark (then it is complete without us: true, and nothing to land).
+ *		False, and behind, when the wait reached the deadline.
+ */
+static bool
+kl_own_marked_partition(KlLandCall *call, int32 p, KlBehindReason *behind, bool *complete)
+{
+	KlPartitionState st;
+
+	*complete = false;
+	if (kl_try_lock_partition(call->src, p))
+		return true;
+	kl_catalog_partition_state(call->src, p, &st);
+	if (st.last_commit >= call->marks[p])
+	{
+		*complete = true;
+		return false;
+	}
+	if (kl_lock_partition_wait(call->src, p, call->deadline))
+		return true;
+	behind[p] = KL_BEHIND_LOCKED;
+	return false;
+}
+
+/*
+ * kl_land_partitions
+ *		The partition loop of land(), and of kl_land_to_marks (behind set:
+ *		every partition is visited, and one another session is landing is
+ *		waited for, until the deadline, rather than skipped).  Afterwards,
+ *		what source_status shows of every partition this call owned is
+ *		recorded.
+ */
+static void
+kl_land_partitions(KlLandCall *call, const int64 *committed, KlBehindReason *behind)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	/* from here on an error says what the call landed and committed */
+	PG_TRY();
+	{
+		for (int p = 0; p < call->nparts; p++)
+		{
+			bool		complete;
+
+			if (behind == NULL && (call->stop || GetCurrentTimestamp() >= call->deadline))
+				break;
+			call->partition = p;
+			call->committed = committed[p];
+			if (behind != NULL)
+			{
+				if (!kl_own_marked_partition(call, p, behind, &complete))
+				{
+					if (complete)
+						call->reached[p] = call->marks[p];
+					continue;
+				}
+			}
+			else if (!kl_try_lock_partition(call->src, p))
+			{
+				kl_emit_simple(call, "locked", committed[p]);
+				continue;
+			}
+			call->owned[p] = true;
+			kl_land_partition(call);
+		}
+	}
+	PG_CATCH();
+	{
+		kl_rethrow_with_progress(call, cxt);
+	}
+	PG_END_TRY();
+	kl_catalog_record_partition_states(call->src, call->nparts, call->owned,
+									   call->part_status, call->low, call->high);
+}
+
+/*
+ * kl_land_source
+ *		land() of one source, once its arguments are checked.
+ */
+static void
+kl_land_source(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int timeout_ms)
+{
+	int			nparts;
+	int64	   *committed;
+
+	nparts = kl_start_call(call, fcinfo, source, timeout_ms);
+	committed = palloc(sizeof(int64) * nparts);
+	kl_kafka_committed(call->kk, call->src->topic, nparts, committed, call->deadline);
+	call->low = palloc(sizeof(int64) * nparts);
+	call->high = palloc(sizeof(int64) * nparts);
+	kl_kafka_all_watermarks(call->kk, call->src->topic, nparts, call->low, call->high,
+							call->deadline);
+	kl_land_partitions(call, committed, NULL);
+	kl_kafka_close(call->kk);
 }
 
 /*
  * kafka_lake_land
- *		land(source, max_records, timeout, allow_expired)
+ *		land(source, max_records, timeout, allow_expired).  A failed call
+ *		leaves its error where source_status shows it (its transaction
+ *		rolls back, so the catalog cannot keep it).
  */
 Datum
 kafka_lake_land(PG_FUNCTION_ARGS)
 {
 	KlLandCall	call = {0};
-	int			timeout_ms = 30000;
-	int			nparts;
-	int64	   *committed;
+	volatile int timeout_ms = 30000;
 	MemoryContext cxt = CurrentMemoryContext;
 
 	kl_check_not_null(fcinfo, 0, "source", NULL);
@@ -984,40 +1188,88 @@ kafka_lake_land(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(2), "timeout");
 	call.allow_expired = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
+	call.partition = -1;
 
-	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
-	committed = palloc(sizeof(int64) * nparts);
-	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, call.deadline);
-	call.low = palloc(sizeof(int64) * nparts);
-	call.high = palloc(sizeof(int64) * nparts);
-	kl_kafka_all_watermarks(call.kk, call.src->topic, nparts, call.low, call.high,
-							call.deadline);
-
-	/* from here on an error says what the call landed and committed */
 	PG_TRY();
 	{
-		for (int p = 0; p < nparts && !call.stop; p++)
-		{
-			if (GetCurrentTimestamp() >= call.deadline)
-				break;
-			call.partition = p;
-			call.committed = committed[p];
-			if (!kl_try_lock_partition(call.src, p))
-			{
-				kl_emit_simple(&call, "locked", committed[p]);
-				continue;
-			}
-			kl_land_partition(&call);
-		}
+		kl_land_source(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
 	}
 	PG_CATCH();
 	{
-		kl_rethrow_with_progress(&call, cxt);
+		if (call.src != NULL)
+			kl_status_record_error(call.src->source_id, call.partition, cxt);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
-
-	kl_kafka_close(call.kk);
 	return (Datum) 0;
+}
+
+/*
+ * kl_land_to_marks
+ *		Land a source up to marks, for close_date(): per partition the high
+ *		watermark at the call, or (m->by_time) the first offset whose record
+ *		is timestamped at or after m->cutoff_ms, read with one round trip for
+ *		all partitions.  The same protocol as land() (recovery, the group's
+ *		offset, expiry, commits), except that nothing at or past a mark is
+ *		landed (the next land() takes it) and that a partition another
+ *		session is landing is waited for until the timeout.  m gets the
+ *		marks and how far each partition got; an error is raised as land()
+ *		raises it, with m->partition naming the partition it came from.
+ */
+void
+kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
+{
+	KlLandCall	call = {0};
+	MemoryContext cxt = CurrentMemoryContext;
+	int64	   *committed;
+	int			n;
+
+	call.max_records = PG_INT64_MAX;
+	call.partition = -1;
+	m->partition = -1;
+	PG_TRY();
+	{
+		n = kl_start_call(&call, NULL, source, timeout_ms);
+		m->src = call.src;
+		m->nparts = n;
+		m->call_committed = call.call_committed;
+		m->committed = committed = palloc(sizeof(int64) * n);
+		for (int p = 0; p < n; p++)
+			committed[p] = -1;
+		kl_kafka_committed(call.kk, call.src->topic, n, committed, call.deadline);
+		m->low = call.low = palloc(sizeof(int64) * n);
+		m->high = call.high = palloc(sizeof(int64) * n);
+		kl_kafka_all_watermarks(call.kk, call.src->topic, n, call.low, call.high, call.deadline);
+		m->marks = palloc(sizeof(int64) * n);
+		if (m->by_time)
+			kl_kafka_offsets_for_times(call.kk, call.src->topic, n, m->cutoff_ms, call.low,
+									   call.high, m->marks, call.deadline);
+		else
+			memcpy(m->marks, call.high, sizeof(int64) * n);
+		m->reached = call.reached = palloc(sizeof(int64) * n);
+		m->last_offset = call.last_offset = palloc(sizeof(int64) * n);
+		m->last_timestamp_ms = call.last_timestamp_ms = palloc(sizeof(int64) * n);
+		m->behind = palloc0(sizeof(KlBehindReason) * n);
+		for (int p = 0; p < n; p++)
+			call.reached[p] = call.last_offset[p] = call.last_timestamp_ms[p] = -1;
+		call.marks = m->marks;
+
+		kl_land_partitions(&call, committed, m->behind);
+		for (int p = 0; p < n; p++)
+		{
+			if (call.reached[p] < 0 && m->behind[p] == KL_BEHIND_NONE)
+				m->behind[p] = KL_BEHIND_TIMEOUT;
+		}
+		kl_kafka_close(call.kk);
+	}
+	PG_CATCH();
+	{
+		m->partition = call.partition;
+		if (call.src != NULL)
+			kl_status_record_error(call.src->source_id, call.partition, cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
 
 /*

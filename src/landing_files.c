@@ -690,14 +690,28 @@ kl_random_hex(char *out)
 
 /*
  * kl_write_batch
+ *		kl_write_unit of a batch judged by machine_event_v1.
+ */
+void
+kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlBatch *out)
+{
+	kl_write_unit(src, partition, recs, n, NULL, 1, NULL, out);
+}
+
+/*
+ * kl_write_unit
  *		Steps 3 and 4 of the landing protocol for the new coordinates
  *		recs[0..n) of one partition (offsets ascending, statuses decided):
  *		write the three JSONL files and the manifest into a staging
  *		directory, fsync them and the directory, rename it to its final name
- *		and fsync the parent.  Fills *out.
+ *		and fsync the parent.  Fills *out.  contract (NULL: machine_event_v1
+ *		version 1) is what judged them; readmit_of, when not NULL, makes it
+ *		a readmit unit of that batch (readmit.c), in a directory
+ *		readmit=<id>.
  */
 void
-kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlBatch *out)
+kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n, const char *contract,
+			  int32 contract_version, const char *readmit_of, KlBatch *out)
 {
 	KlOutFile	files[KL_NFILES];
 	KlOutFile	mf;
@@ -715,15 +729,26 @@ kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlBatch *o
 	 * id (offsets and the hash of the fingerprints).  So the manifest is
 	 * written as a stream, like the JSONL files.
 	 */
-	kl_batch_describe(src->topic, partition, recs, n, out);
+	kl_batch_describe(src->topic, partition, recs, n,
+					  readmit_of ? psprintf("readmit %s %d", contract, contract_version) : NULL,
+					  out);
+	out->contract = contract ? contract : KL_MACHINE_EVENT_V1;
+	out->contract_version = contract ? contract_version : 1;
+	if (readmit_of)
+	{
+		out->readmit = true;
+		strlcpy(out->readmit_of, readmit_of, sizeof(out->readmit_of));
+	}
 
 	staging_root = psprintf("%s/.staging", src->dir);
 	part_dir = kl_partition_dir(src, partition);
 	kl_make_dirs(staging_root);
 	kl_make_dirs(part_dir);
-	final = psprintf("%s/batch=%s", part_dir, out->batch_id);
+	final = psprintf("%s/%s%s", part_dir, KL_BATCH_DIR_PREFIX(out), out->batch_id);
 	kl_random_hex(rnd);
-	staging = psprintf("%s/batch=%s-p%d-%s", staging_root, out->batch_id, partition, rnd);
+	/* staging names start with batch= whatever the kind (recover.c removes them) */
+	staging = psprintf("%s/batch=%s-p%d-%s%s", staging_root, out->batch_id, partition, rnd,
+					   out->readmit ? "-readmit" : "");
 	if (mkdir(staging, pg_dir_create_mode) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),

@@ -54,5 +54,8 @@ extern void kl_check_expired_marker_slot(const char *batch_dir);
 extern void kl_write_expired_marker(const char *batch_dir, const char *batch_id,
 									TimestampTz expired_at);
 extern bool kl_has_expired_marker(const char *batch_dir);
+extern void kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n,
+						  const char *contract, int32 contract_version, const char *readmit_of,
+						  KlBatch *out);
 
 #endif							/* KAFKA_LAKE_LANDING_FILES_H */

@@ -13,7 +13,8 @@
  *	0x4B4C "KL" (19276)	(source, partition): land() and replay() own a
  *						partition one caller at a time; a busy partition is
  *						skipped and reported "locked".  The bridge and
- *						recover() take it too, to recover a partition.
+ *						recover() take it too, to recover a partition;
+ *						close_date() waits for it (in partition order).
  *	0x4B4D "KM"			(source, business date): one bridge of a date at a
  *						time; a second caller waits, then reports the first
  *						one's run as skipped.
@@ -39,8 +40,11 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "locks.h"
@@ -69,6 +73,41 @@ kl_try_lock_partition(KlSource *src, int32 partition)
 	if (IsolationUsesXactSnapshot())
 		kl_check_partition_snapshot(src, partition);
 	return true;
+}
+
+/*
+ * kl_lock_partition_wait
+ *		Own a partition of a source until the end of the transaction,
+ *		waiting for its owner to finish, but not beyond the deadline (false
+ *		then).  close_date() needs every partition, so it waits where land()
+ *		skips.  The wait polls (10 ms doubling to 200 ms), so that cancel and
+ *		statement_timeout end it at once; pg_stat_activity shows it as
+ *		wait_event_type "Extension".
+ */
+bool
+kl_lock_partition_wait(KlSource *src, int32 partition, TimestampTz deadline)
+{
+	long		delay_ms = 10;
+
+	for (;;)
+	{
+		TimestampTz now;
+		long		secs;
+		int			usecs;
+
+		if (kl_try_lock_partition(src, partition))
+			return true;
+		now = GetCurrentTimestamp();
+		if (now >= deadline)
+			return false;
+		TimestampDifference(now, deadline, &secs, &usecs);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Max(Min(delay_ms, secs * 1000 + usecs / 1000), 1),
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		delay_ms = Min(delay_ms * 2, 200);
+	}
 }
 
 /*

@@ -793,6 +793,10 @@ kl_check_source_read(const char *source, Oid relid, Oid userid)
 
 	if (OidIsValid(source_rel) && source_rel == relid)
 		return;
+	/* the source's own typed table is governed by its own privileges too */
+	if (OidIsValid(nsp) && OidIsValid(relid) &&
+		get_relname_relid(psprintf("%s_events", source), nsp) == relid)
+		return;
 	if (!OidIsValid(source_rel) && (!OidIsValid(relid) || superuser_arg(userid)))
 		return;
 	if (OidIsValid(source_rel) &&

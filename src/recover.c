@@ -71,6 +71,13 @@
  * any crash exactly one copy of every coordinate is visible, and verify()
  * is clean once recover() has run.
  *
+ * Readmit units (readmit.c) are recovered the same way: a readmit=
+ * directory the catalog lacks is checked in full and adopted, provided its
+ * batch is in the catalog with the unit's records still quarantined (same
+ * fingerprints); its originals get their 'R' again.  Forgetting a batch
+ * forgets its units; forgetting a unit whose directory is gone quarantines
+ * its records again (readmit() can re-admit them).
+ *
  * An adopted batch may claim as accepted an event_id that another batch
  * accepted meanwhile (possible only when the adopted batch's transaction
  * aborted while a concurrent session waited on its event_id).  The file is
@@ -105,6 +112,7 @@
 #include "catalog.h"
 #include "catalog_lifecycle.h"
 #include "compat.h"
+#include "contract_catalog.h"
 #include "digest.h"
 #include "fileundo.h"
 #include "landing_files.h"
@@ -165,7 +173,7 @@ kl_stray_reason(const char *part_dir, const char *name)
 	if (!S_ISDIR(st.st_mode))
 		return psprintf("it is %s, not a directory",
 						S_ISREG(st.st_mode) ? "a regular file" : kl_file_kind(st.st_mode));
-	if (!kl_parse_batch_name(name, &first, &last))
+	if (!kl_parse_batch_name(name, &first, &last) && !kl_parse_readmit_name(name, &first, &last))
 		return pstrdup("its name is not a batch id");
 	dir = AllocateDir(path);
 	if (dir == NULL)
@@ -204,6 +212,10 @@ kl_adopt_hint(KlSource *src, int32 partition, const char *dir, const char *name)
 	int64		first = 0,
 				last = 0;
 
+	if (kl_parse_readmit_name(name, &first, &last))
+		return psprintf("Move %s out of the landing directory: the partition goes on without it, and its records stay quarantined. "
+						"Then run kafka_lake.readmit('%s', %d, %lld, %lld) again.",
+						dir, src->source, partition, (long long) first, (long long) last);
 	(void) kl_parse_batch_name(name, &first, &last);
 	return psprintf("Move %s out of the landing directory: the partition goes on without it. "
 					"Then land its offsets again from the broker with kafka_lake.replay('%s', %d, %lld, %lld), "
@@ -287,7 +299,8 @@ kl_check_adoptable(KlSource *src, int32 partition, const char *dir, const char *
 		bool		expired = kl_expired_on_disk(dir);
 
 		kl_read_manifest(dir, b, recs, n);
-		if (strcmp(name + strlen("batch="), b->batch_id) != 0 ||
+		if (strncmp(name, KL_BATCH_DIR_PREFIX(b), strlen(KL_BATCH_DIR_PREFIX(b))) != 0 ||
+			strcmp(name + strlen(KL_BATCH_DIR_PREFIX(b)), b->batch_id) != 0 ||
 			b->topic == NULL || strcmp(b->topic, src->topic) != 0 || b->partition != partition)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
@@ -346,7 +359,7 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 		for (int i = 0; i < n; i++)
 		{
 			was[i] = recs[i].status;
-			if (recs[i].status == KL_STATUS_ACCEPTED)
+			if (recs[i].status == KL_STATUS_ACCEPTED && recs[i].event.event_id != NULL)
 				kl_event_key(src->source_id, recs[i].event.event_id,
 							 recs[i].event.event_id_len, &recs[i].event_key);
 		}
@@ -662,6 +675,130 @@ kl_recover_unknown(KlSource *src, int32 partition, const char *part_dir, List *u
 }
 
 /*
+ * kl_adopt_readmits
+ *		The readmit units (readmit.c) of a partition the catalog does not
+ *		know: each one checked in full like a batch, and adopted when its
+ *		batch is in the catalog with the unit's records still quarantined
+ *		(same fingerprints); its originals get their 'R' again.  A unit
+ *		whose batch is not (yet) in the catalog, or whose records another
+ *		unit holds, is left where it is, with a WARNING.  Returns the
+ *		number of units adopted.
+ */
+static int
+kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplestorestate *out,
+				  TupleDesc desc)
+{
+	List	   *on_disk = kl_list_dir(part_dir, "readmit=");
+	List	   *known;
+	ListCell   *cell;
+	int			adopted = 0;
+
+	if (on_disk == NIL || !kl_catalog_has_contracts())
+		return 0;
+	known = kl_catalog_batch_ids(src, partition);
+	foreach(cell, on_disk)
+	{
+		const char *name = lfirst(cell);
+		const char *id = name + strlen("readmit=");
+		char	   *dir = psprintf("%s/%s", part_dir, name);
+		char	   *reason;
+		char	   *problem = NULL;
+		bool		is_known = false;
+		ListCell   *kc;
+		KlBatch		u;
+		KlRecord   *recs;
+		int			n;
+		KlBounds	bounds;
+		int64		total;
+		List	   *orig;
+		KlBatch    *b = NULL;
+		int64	   *offsets;
+		char	   *was;
+		int			demoted = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		foreach(kc, known)
+			is_known |= (strcmp((const char *) lfirst(kc), id) == 0);
+		if (is_known)
+			continue;
+		if ((reason = kl_stray_reason(part_dir, name)) != NULL)
+		{
+			ereport(WARNING,
+					(errmsg("\"%s\" is not a readmit unit: %s", dir, reason),
+					 errdetail("Source \"%s\" ignores it.", src->source),
+					 errhint("Move it out of the partition directory.")));
+			kl_emit_recover_row(out, desc, "skipped_stray", src, partition, NULL,
+								kl_stray_detail(name, reason));
+			continue;
+		}
+		kl_check_adoptable(src, partition, dir, name, &u, &recs, &n);
+
+		/* its batch, with these records still quarantined */
+		kl_bounds_init(&bounds);
+		bounds.partition_lo = bounds.partition_hi = partition;
+		bounds.batch_id = u.readmit_of;
+		orig = kl_catalog_scan_batches(src, &bounds, KL_BATCH_WANT_FINGERPRINTS, &total);
+		if (orig != NIL)
+			b = linitial(orig);
+		if (b == NULL || b->readmit)
+			problem = psprintf("its batch %s is not in the catalog", u.readmit_of);
+		for (int i = 0; problem == NULL && i < n; i++)
+		{
+			int			idx = kl_batch_coordinate_index(b, recs[i].offset);
+
+			if (idx < 0 || idx >= b->nfingerprints ||
+				memcmp(b->fingerprints + (Size) idx * KL_SHA256_LEN, recs[i].fingerprint,
+					   KL_SHA256_LEN) != 0)
+				problem = psprintf("offset %lld is not a record of batch %s",
+								   (long long) recs[i].offset, u.readmit_of);
+			else if (!b->demoted_statuses ? false :
+					 b->demoted_statuses[idx] != KL_STATUS_QUARANTINED)
+				problem = psprintf("offset %lld of batch %s is not quarantined any more",
+								   (long long) recs[i].offset, u.readmit_of);
+		}
+		if (problem)
+		{
+			ereport(WARNING,
+					(errmsg("readmit unit \"%s\" of source \"%s\" is not adopted: %s", dir, src->source, problem),
+					 errhint("Move it out of the landing directory; kafka_lake.readmit('%s') judges the quarantined records again.",
+							 src->source)));
+			kl_emit_recover_row(out, desc, "skipped_readmit", src, partition, u.batch_id, problem);
+			continue;
+		}
+
+		/* accepted on disk but accepted elsewhere meanwhile: demoted, as in batches */
+		was = palloc(n);
+		offsets = palloc(sizeof(int64) * n);
+		for (int i = 0; i < n; i++)
+		{
+			was[i] = recs[i].status;
+			offsets[i] = recs[i].offset;
+			if (recs[i].status == KL_STATUS_ACCEPTED && recs[i].event.event_id != NULL)
+				kl_event_key(src->source_id, recs[i].event.event_id,
+							 recs[i].event.event_id_len, &recs[i].event_key);
+		}
+		kl_catalog_reserve_events(src, partition, recs, n);
+		for (int i = 0; i < n; i++)
+		{
+			if (was[i] == KL_STATUS_ACCEPTED && recs[i].status == KL_STATUS_DUPLICATE)
+			{
+				recs[i].status = KL_STATUS_DEMOTED;
+				demoted++;
+			}
+		}
+		u.path = dir;
+		u.landed_by = "recover";
+		kl_catalog_insert_batch(src, &u, recs, n);
+		kl_catalog_mark_readmitted(src, u.readmit_of, offsets, n, true);
+		kl_emit_recover_row(out, desc, "adopted", src, partition, u.batch_id,
+							psprintf("readmit unit of batch %s: %d records%s", u.readmit_of, n,
+									 demoted ? psprintf("; %d accepted on disk were accepted elsewhere first and count as duplicates", demoted) : ""));
+		adopted++;
+	}
+	return adopted;
+}
+
+/*
  * kl_recover_partition
  *		Make the catalog match the disk for one partition the caller owns.
  *		Returns the number of changes (and reports them when out is given).
@@ -703,7 +840,7 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 	/* batch directories the catalog does not know */
 	on_disk = kl_list_dir(part_dir, "batch=");
 	if (on_disk == NIL)
-		return changes;
+		return changes + kl_adopt_readmits(src, partition, part_dir, out, desc);
 	known = kl_catalog_batch_ids(src, partition);
 	list_sort(known, kl_name_cmp);
 	kc = list_head(known);
@@ -734,7 +871,7 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 	}
 	if (unknown != NIL)
 		changes += kl_recover_unknown(src, partition, part_dir, unknown, known, out, desc);
-	return changes;
+	return changes + kl_adopt_readmits(src, partition, part_dir, out, desc);
 }
 
 /*
@@ -768,7 +905,7 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 	foreach(cell, kl_catalog_scan_batches(src, &bounds, 0, &total))
 	{
 		KlBatch    *b = lfirst(cell);
-		char	   *dir = psprintf("%s/batch=%s", part_dir, b->batch_id);
+		char	   *dir = psprintf("%s/%s%s", part_dir, KL_BATCH_DIR_PREFIX(b), b->batch_id);
 		struct stat st;
 
 		CHECK_FOR_INTERRUPTS();
@@ -831,6 +968,15 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 	{
 		KlBatch    *b = lfirst(cell);
 
+		if (b->readmit)
+		{
+			kl_catalog_forget_readmit(src, b);
+			kl_emit_recover_row(out, desc, "forgotten", src, partition, b->batch_id,
+								psprintf("its directory is gone: its records of batch %s are quarantined again; kafka_lake.readmit('%s', %d, %lld, %lld) re-admits them",
+										 b->readmit_of, src->source, partition,
+										 (long long) b->first_offset, (long long) b->last_offset));
+			continue;
+		}
 		kl_catalog_forget_batch(src, b);
 		kl_emit_recover_row(out, desc, "forgotten", src, partition, b->batch_id,
 							psprintf("its directory is gone: land offsets %lld to %lld again with kafka_lake.replay('%s', %d, %lld, %lld)",

@@ -6,7 +6,9 @@
  *
  * A source is a row of kafka_lake.sources, a directory under the landing
  * directory carrying this database's marker (landing_files.c), and the
- * foreign table kafka_lake.<source>_records.  create_source makes all three;
+ * foreign tables kafka_lake.<source>_records (every landed record) and
+ * kafka_lake.<source>_events (its accepted events, typed by the source's
+ * contract: contract_catalog.c).  create_source makes them all;
  * drop_source forgets the row and the table at once, and removes the files
  * (drop_landing => true) only once that is committed (fileundo.c: a
  * rollback must find them where the catalog says).
@@ -37,6 +39,7 @@
 #include "utils/builtins.h"
 
 #include "catalog.h"
+#include "contract_catalog.h"
 #include "fileundo.h"
 #include "kafka_lake.h"
 #include "landing_files.h"
@@ -94,6 +97,7 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	char	   *default_group;
 	ForeignServer *fs;
 	char	   *root;
+	const KlContract *c;
 
 	kl_check_not_null(fcinfo, 0, "source", "Name the new source, for example machine_events.");
 	kl_check_not_null(fcinfo, 1, "server", "Name a foreign server of the kafka_lake wrapper.");
@@ -115,18 +119,15 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 				 errmsg("group_id must not be empty"),
 				 errhint("Leave it out to use %s.", default_group)));
 	kl_check_group_id(group_id);
-	if (strcmp(contract, "machine_event_v1") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown contract \"%s\"", contract),
-				 errhint("The built-in contract is machine_event_v1.")));
+	/* the contract's latest version (an unknown one is 22023) */
+	c = kl_contract_get(contract, 0);
 
 	root = kl_landing_root();
 
 	/* one group, one source: checked under a lock, against what is committed now */
 	kl_lock_group_id(group_id);
-	kl_catalog_insert_source(source, fs->servername, topic, group_id, contract, root,
-							 default_group);
+	kl_catalog_insert_source(source, fs->servername, topic, group_id, c->name, c->version,
+							 root, default_group);
 
 	/*
 	 * A directory this transaction is to remove at commit (the same name
@@ -138,6 +139,7 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	kl_claim_source_dir(psprintf("%s/%s", root, source), source);
 
 	kl_catalog_create_records_table(source, fs->servername, topic);
+	kl_create_events_table(source, fs->servername, c);
 
 	PG_RETURN_VOID();
 }

@@ -188,11 +188,11 @@ kl_verify_unknown(ReturnSetInfo *rsinfo, KlSource *src, int32 partition, const c
 	PG_END_TRY();
 
 	if (edata == NULL)
-		kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL, "not_in_catalog",
+		kl_emit_verify_row(rsinfo, strchr(name, '=') + 1, src, partition, NULL, "not_in_catalog",
 						   "a complete batch the catalog does not know",
 						   psprintf("Run kafka_lake.recover('%s'): it adopts the batch.", src->source));
 	else
-		kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL, "not_adoptable",
+		kl_emit_verify_row(rsinfo, strchr(name, '=') + 1, src, partition, NULL, "not_adoptable",
 						   edata->detail ? psprintf("%s: %s", edata->message, edata->detail) :
 						   edata->message,
 						   edata->hint);
@@ -228,8 +228,8 @@ kl_verify(FunctionCallInfo fcinfo)
 	foreach(cell, batches)
 	{
 		KlBatch *cat = lfirst(cell);
-		char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, cat->partition),
-								   cat->batch_id);
+		char	   *dir = psprintf("%s/%s%s", kl_partition_dir(src, cat->partition),
+								   KL_BATCH_DIR_PREFIX(cat), cat->batch_id);
 		MemoryContext old;
 		struct stat st;
 		int			bad;
@@ -377,7 +377,8 @@ kl_verify(FunctionCallInfo fcinfo)
 		char	   *marker = psprintf("-p%d-", p);
 		List	   *replaced = kl_catalog_replaced_batches(src, p);
 
-		foreach(dc, kl_list_dir(part_dir, "batch="))
+		/* batches, and readmit units (readmit.c) */
+		foreach(dc, list_concat(kl_list_dir(part_dir, "batch="), kl_list_dir(part_dir, "readmit=")))
 		{
 			char	   *dir = psprintf("%s/%s", part_dir, (char *) lfirst(dc));
 			bool		found = false;

@@ -1,4 +1,5 @@
--- tools/demo.sql -- the main job: the seed scenario (README: Getting started), through SQL alone.
+-- tools/demo.sql -- the main job: the seed scenario (README: Getting started), through SQL alone,
+-- then step 8: the date is closed with a completeness certificate (its gold provisional until then).
 -- Run by tools/demo on a throwaway cluster and the test broker (psql variable :bootstrap).
 \set ON_ERROR_STOP 1
 \set QUIET on
@@ -134,3 +135,26 @@ UNION ALL SELECT 'snapshot count', count(*)::text FROM kafka_lake.snapshots;
 \echo
 \echo '== evidence =='
 SELECT item AS "what", value FROM evidence ORDER BY n;
+
+\echo
+\echo '== step 8: close 2026-06-29: every partition landed up to its mark, a certificate, gold closed =='
+SELECT business_date, closing_status AS "gold before closing" FROM kafka_lake.gold_current;
+SELECT closing_id, status, snapshot_id, selected_events, partitions
+FROM kafka_lake.close_date('machine_events', '2026-06-29') \gset c8_
+\echo 'the certificate:'
+\x on
+SELECT c.closing_id, s.source, c.business_date, c.status, c.snapshot_id, c.source_hash,
+       c.selected_events, coalesce(c.cutoff::text, 'none (the high watermarks at the call)') AS cutoff,
+       c.closed_by, c.closed_at
+FROM kafka_lake.date_closings c JOIN kafka_lake.sources s USING (source_id)
+WHERE c.closing_id = :c8_closing_id;
+\x off
+SELECT partition, through_offset AS "complete below offset", through_timestamp_ms,
+       to_timestamp(through_timestamp_ms / 1000.0) AS "last record's timestamp"
+FROM kafka_lake.date_closing_partitions WHERE closing_id = :c8_closing_id ORDER BY partition;
+SELECT business_date, units_produced, defect_count, closing_status, snapshot_id FROM kafka_lake.gold_current;
+SELECT status AS "closing again with nothing new", closing_id
+FROM kafka_lake.close_date('machine_events', '2026-06-29');
+SELECT partition, last_status, committed_offset, high_watermark, lag, batches, accepted, quarantined,
+       oldest_open_date
+FROM kafka_lake.source_status WHERE source = 'machine_events';

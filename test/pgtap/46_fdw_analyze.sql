@@ -40,7 +40,7 @@ ANALYZE fdw46_typed;
 RESET default_statistics_target;
 
 SELECT is((SELECT count(*)::int FROM pg_stats WHERE schemaname = 'kafka_lake' AND tablename = 'fdw46_records'),
-          13, 'ANALYZE fills pg_stats for every column');
+          16, 'ANALYZE fills pg_stats for every column');
 SELECT is((SELECT reltuples::int FROM pg_class WHERE oid = 'kafka_lake.fdw46_records'::regclass),
           6000, 'reltuples counts every row');
 SELECT is((SELECT reltuples::int FROM pg_class WHERE oid = 'fdw46_typed'::regclass),

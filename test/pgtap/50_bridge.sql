@@ -44,7 +44,7 @@ $$;
 CREATE FUNCTION pg_temp.machine_key(n int) RETURNS bytea
 LANGUAGE sql AS $$ SELECT convert_to(format('machine-%s', n), 'UTF8') $$;
 
-SELECT plan(35);
+SELECT plan(36);
 
 -- 1. three valid events, landed
 SELECT is(array_agg(kafka_lake.produce('t50_kafka', :'topic', pg_temp.seed_event(n, 10 * n, n - 1),
@@ -125,6 +125,10 @@ SELECT is((SELECT snapshot_id FROM second_bridge), (SELECT snapshot_id FROM firs
 
 SELECT is((SELECT count(*)::int FROM kafka_lake.snapshots s JOIN kafka_lake.sources USING (source_id)
            WHERE source = :'source'), 1, 'snapshot count stays 1');
+SELECT results_eq(
+    format($$SELECT n.closing_status, (SELECT count(*)::int FROM kafka_lake.date_closings c WHERE c.source_id = n.source_id)
+             FROM kafka_lake.snapshots n JOIN kafka_lake.sources s USING (source_id) WHERE s.source = %L$$, :'source'),
+    $$VALUES ('provisional'::text, 0)$$, 'seed 7: the date stays provisional, with no certificate, until someone closes it');
 SELECT is((SELECT count(*)::int FROM kafka_lake.runs JOIN kafka_lake.sources USING (source_id)
            WHERE source = :'source'), 1, 'one run row: the skipped call wrote none');
 SELECT is((SELECT count(*)::int FROM kafka_lake.adapter_versions JOIN kafka_lake.sources USING (source_id)
@@ -221,7 +225,7 @@ SELECT throws_ok(format($$SELECT * FROM kafka_lake.bridge(%L, '2026-06-30')$$, :
                  'a date without accepted events is an ERROR (P0002)');
 
 -- the view and the functions are not for PUBLIC
-SELECT ok(NOT has_function_privilege('public', 'kafka_lake.bridge(text, date)', 'EXECUTE'),
+SELECT ok(NOT has_function_privilege('public', 'kafka_lake.bridge(text, date, boolean)', 'EXECUTE'),
           'bridge() is not executable by PUBLIC');
 
 SELECT * FROM finish();
