@@ -658,6 +658,12 @@ COMMENT ON VIEW kafka_lake.source_status IS
 -- part of it.  replay() gains a form by time, through the broker's
 -- offsets-for-times; it never commits, like the form by offsets.  Batches
 -- landed before this version have neither column set, and read as before.
+-- With contracts as data: a compacted batch records the one contract
+-- version of the batches it merged (a run never mixes two); readmit units
+-- and the batches they re-admitted records of are never compacted; a batch
+-- and its readmit units expire together.  closed_only goes by the
+-- certificates of the closing section (status 'closed', in effect), and
+-- source_status counts only the manifest of an expired batch.
 --------------------------------------------------------------------------
 
 ALTER TABLE kafka_lake.batches
@@ -736,3 +742,81 @@ COMMENT ON FUNCTION kafka_lake.replay(text, timestamptz, timestamptz, integer, i
 REVOKE ALL ON FUNCTION kafka_lake.compact(text, integer, date, bigint, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION kafka_lake.expire(text, date, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION kafka_lake.replay(text, timestamptz, timestamptz, integer, interval) FROM PUBLIC;
+
+-- source_status (created by the closing section above) counts the bytes a
+-- partition holds on disk: an expired batch holds its manifest only.  The
+-- view is replaced with the same columns; only bytes_on_disk changes.
+CREATE OR REPLACE VIEW kafka_lake.source_status AS
+    WITH errors AS MATERIALIZED (SELECT * FROM kafka_lake.source_errors()),
+    parts AS (
+        SELECT source_id, topic, partition FROM kafka_lake.partition_state
+        UNION
+        SELECT DISTINCT source_id, topic, partition FROM kafka_lake.batches
+    ),
+    landed AS (
+        SELECT b.source_id, b.topic, b.partition,
+               pg_catalog.count(*) AS batches,
+               pg_catalog.sum(CASE WHEN b.expired_at IS NULL
+                                   THEN b.file_bytes[1] + b.file_bytes[2] + b.file_bytes[3]
+                                   ELSE 0 END
+                              + coalesce(b.manifest_bytes, 0)) AS bytes,
+               pg_catalog.max(b.created_at) AS last_batch_at,
+               pg_catalog.sum(b.accepted_count) AS accepted,
+               pg_catalog.sum(b.duplicate_count) AS duplicates,
+               pg_catalog.sum(b.quarantine_count) AS quarantined,
+               pg_catalog.sum(b.accepted_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS accepted_24h,
+               pg_catalog.sum(b.duplicate_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS duplicates_24h,
+               pg_catalog.sum(b.quarantine_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS quarantined_24h
+        FROM kafka_lake.batches b
+        GROUP BY b.source_id, b.topic, b.partition
+    )
+    SELECT s.source, coalesce(p.topic, s.topic) AS topic, p.partition,
+           CASE WHEN e.failed_at > coalesce(ps.checked_at, '-infinity') THEN 'failed'
+                ELSE ps.last_status END AS last_status,
+           ps.checked_at AS last_call_at,
+           l.last_batch_at,
+           c.committed_offset,
+           ps.low_watermark,
+           ps.high_watermark,
+           ps.high_watermark - coalesce(c.committed_offset, ps.low_watermark) AS lag,
+           coalesce(l.batches, 0) AS batches,
+           coalesce(l.bytes, 0) AS bytes_on_disk,
+           coalesce(l.accepted, 0) AS accepted,
+           coalesce(l.duplicates, 0) AS duplicates,
+           coalesce(l.quarantined, 0) AS quarantined,
+           coalesce(l.accepted_24h, 0) AS accepted_24h,
+           coalesce(l.duplicates_24h, 0) AS duplicates_24h,
+           coalesce(l.quarantined_24h, 0) AS quarantined_24h,
+           (SELECT pg_catalog.min(d.business_date)
+              FROM (SELECT b.min_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0
+                    UNION
+                    SELECT b.max_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0) AS d(business_date)
+             WHERE d.business_date IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings dc
+                                WHERE dc.source_id = p.source_id
+                                  AND dc.business_date = d.business_date
+                                  AND dc.status = 'closed')) AS oldest_open_date,
+           e.sqlstate AS last_error_sqlstate,
+           e.message AS last_error,
+           e.failed_at AS last_error_at
+    FROM kafka_lake.sources s
+    LEFT JOIN parts p ON p.source_id = s.source_id
+    LEFT JOIN kafka_lake.partition_state ps
+           ON ps.source_id = p.source_id AND ps.topic = p.topic AND ps.partition = p.partition
+    LEFT JOIN landed l
+           ON l.source_id = p.source_id AND l.topic = p.topic AND l.partition = p.partition
+    LEFT JOIN LATERAL (
+        SELECT pg_catalog.max(oc.committed_offset) AS committed_offset
+          FROM kafka_lake.offset_commits oc
+         WHERE oc.source_id = p.source_id AND oc.topic = p.topic AND oc.partition = p.partition
+    ) c ON true
+    LEFT JOIN LATERAL (
+        SELECT x.sqlstate, x.message, x.failed_at FROM errors x
+         WHERE x.source_id = s.source_id
+           AND (x.partition IS NULL OR x.partition = p.partition)
+         ORDER BY x.failed_at DESC LIMIT 1
+    ) e ON true;

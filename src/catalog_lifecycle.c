@@ -236,41 +236,21 @@ kl_catalog_batch_fate(KlSource *src, const char *batch_id, char **into, Timestam
 }
 
 /*
- * kl_catalog_has_closings
- *		Does the catalog hold closing certificates of business dates
- *		(kafka_lake.date_closings, one row per closed (source_id,
- *		business_date))?  expire(closed_only => true) needs them.
- */
-bool
-kl_catalog_has_closings(void)
-{
-	Oid			nsp = get_namespace_oid("kafka_lake", false);
-
-	return OidIsValid(get_relname_relid("date_closings", nsp));
-}
-
-/*
- * kl_closings_have_status
- *		Does a closing certificate say whether it is in effect (status:
- *		closed, reopened, superseded)?  Then only a certificate in effect
- *		closes its date: a reopened date is not closed.
- */
-static bool
-kl_closings_have_status(void)
-{
-	return get_attnum(kl_catalog_relid("date_closings"), "status") != InvalidAttrNumber;
-}
-
-/*
  * kl_catalog_expirable
  *		The batches of a partition that expire() removes the record files of,
- *		ascending by offset: not expired yet, and every business date older
- *		than limit, or, for a batch without dates (only quarantined
- *		records), landed on a day (in the session's time zone) older than
- *		limit.  With closed_only, only batches with dates, each of whose
- *		days from the first to the last has a closing certificate in effect
- *		(status 'closed', where certificates have a status).  Each
- *		KlBatch has its id, offsets, record count, dates and file sizes.
+ *		ascending by offset, each followed by its readmit units: a batch and
+ *		its units expire together, by the business dates of them all (a
+ *		unit holds records of its batch, and readmit() judges the batch's
+ *		quarantine lines again, so neither outlives the other).  Not expired
+ *		yet, and every business date older than limit, or, when none of them
+ *		has dates (only quarantined records), the batch landed on a day (in
+ *		the session's time zone) older than limit.  With closed_only, only
+ *		batches with dates, each of whose days from the first to the last
+ *		has a closing certificate in effect (kafka_lake.date_closings,
+ *		status 'closed': a reopened date is not closed).  Each KlBatch has
+ *		its id, kind (readmit, readmit_of), offsets, record count, its own
+ *		dates and file sizes.  (A unit left unexpired beside an expired
+ *		batch, which only a recovery can leave, expires by the same rule.)
  */
 List *
 kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit, bool closed_only)
@@ -285,28 +265,42 @@ kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit, bool closed_
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
-						   "SELECT b.batch_id, b.first_offset, b.last_offset, b.record_count,"
+						   "WITH u AS ("
+						   "  SELECT readmit_of, pg_catalog.min(min_business_date) AS lo,"
+						   "         pg_catalog.max(max_business_date) AS hi"
+						   "  FROM kafka_lake.batches"
+						   "  WHERE source_id = $1 AND topic = $2 AND partition = $3"
+						   "    AND kind = 'readmit' AND expired_at IS NULL"
+						   "  GROUP BY readmit_of),"
+						   " e AS ("
+						   "  SELECT b.batch_id, b.first_offset,"
+						   "         LEAST(b.min_business_date, u.lo) AS lo,"
+						   "         GREATEST(b.max_business_date, u.hi) AS hi, b.created_at"
+						   "  FROM kafka_lake.batches b LEFT JOIN u ON u.readmit_of = b.batch_id"
+						   "  WHERE b.source_id = $1 AND b.topic = $2 AND b.partition = $3"
+						   "    AND b.kind = 'landing'"
+						   "    AND (b.expired_at IS NULL OR u.readmit_of IS NOT NULL))"
+						   " SELECT b.batch_id, b.first_offset, b.last_offset, b.record_count,"
 						   " b.min_business_date, b.max_business_date,"
-						   " b.file_bytes[1], b.file_bytes[2], b.file_bytes[3]"
-						   " FROM kafka_lake.batches b"
-						   " WHERE b.source_id = $1 AND b.topic = $2 AND b.partition = $3"
-						   "   AND b.expired_at IS NULL");
+						   " b.file_bytes[1], b.file_bytes[2], b.file_bytes[3],"
+						   " b.kind = 'readmit', b.readmit_of"
+						   " FROM e JOIN kafka_lake.batches b"
+						   "   ON b.source_id = $1 AND b.expired_at IS NULL"
+						   "  AND (b.batch_id = e.batch_id"
+						   "       OR (b.kind = 'readmit' AND b.readmit_of = e.batch_id))");
 	if (closed_only)
-		appendStringInfo(&sql,
-						 "   AND b.max_business_date < $4"
-						 "   AND (SELECT pg_catalog.count(DISTINCT c.business_date)"
-						 "        FROM kafka_lake.date_closings c"
-						 "        WHERE c.source_id = b.source_id"
-						 "          AND c.business_date BETWEEN b.min_business_date"
-						 "                                  AND b.max_business_date%s)"
-						 "       = b.max_business_date - b.min_business_date + 1",
-						 kl_closings_have_status() ? " AND c.status = 'closed'" : "");
+		appendStringInfoString(&sql,
+							   " WHERE e.hi < $4"
+							   "   AND (SELECT pg_catalog.count(DISTINCT c.business_date)"
+							   "        FROM kafka_lake.date_closings c"
+							   "        WHERE c.source_id = $1 AND c.status = 'closed'"
+							   "          AND c.business_date BETWEEN e.lo AND e.hi)"
+							   "       = e.hi - e.lo + 1");
 	else
 		appendStringInfoString(&sql,
-							   "   AND (b.max_business_date < $4"
-							   "        OR (b.max_business_date IS NULL"
-							   "            AND b.created_at::pg_catalog.date < $4))");
-	appendStringInfoString(&sql, " ORDER BY b.first_offset");
+							   " WHERE (e.hi < $4"
+							   "        OR (e.hi IS NULL AND e.created_at::pg_catalog.date < $4))");
+	appendStringInfoString(&sql, " ORDER BY e.first_offset, b.kind, b.first_offset, b.batch_id");
 
 	cs = kl_catalog_begin();
 	if (SPI_execute_with_args(sql.data, 4, types, values, NULL, true, 0) != SPI_OK_SELECT)
@@ -335,6 +329,10 @@ kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit, bool closed_
 		}
 		for (int i = 0; i < KL_NFILES; i++)
 			b->files[i].bytes = DatumGetInt64(SPI_getbinval(tup, desc, 7 + i, &isnull));
+		b->readmit = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
+		d = SPI_getbinval(tup, desc, 11, &isnull);
+		if (!isnull)
+			text_to_cstring_buffer(DatumGetTextPP(d), b->readmit_of, sizeof(b->readmit_of));
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}

@@ -30,6 +30,17 @@
  * batch_max_records: a compacted batch is read whole, like a landed one).
  * Runs of at least two batches are compacted.
  *
+ * A run holds batches of one contract and version only: the new batch
+ * records the contract that judged its lines (its manifest names it, as
+ * landing writes it), and a source that moved to another contract starts a
+ * new run.  Lines that carry their own event_id and business_date are
+ * copied as they are, like any other line.  Readmit units (readmit.c) and
+ * the batches they re-admitted records of (a coordinate with the letter
+ * 'R') are never compacted: a unit names its batch by id, in its manifest
+ * too, which never changes (I4), so recovery of the unit needs that batch
+ * under that id.  Such a batch ends a run and stays as it is, with its
+ * units; the batches around it are compacted as usual.
+ *
  * THE PROTOCOL, AND WHY EXACTLY ONE COPY IS EVER VISIBLE
  *
  * For each partition it owns (the partition lock of land(): no land,
@@ -122,7 +133,7 @@ kl_batch_bytes(const KlBatch *b)
 static bool
 kl_compactable(const KlCompactCall *call, const KlBatch *b)
 {
-	if (b->expired)
+	if (b->expired || b->readmit || b->has_readmitted)
 		return false;
 	if (kl_batch_bytes(b) * 2 >= call->target_bytes ||
 		(int64) b->record_count * 2 >= call->target_records)
@@ -131,6 +142,18 @@ kl_compactable(const KlCompactCall *call, const KlBatch *b)
 		!(b->has_dates && b->min_date == call->date && b->max_date == call->date))
 		return false;
 	return true;
+}
+
+/*
+ * kl_same_contract
+ *		Were two batches judged by the same contract and version?
+ */
+static bool
+kl_same_contract(const KlBatch *a, const KlBatch *b)
+{
+	if (kl_batch_is_machine_event_v1(a) || kl_batch_is_machine_event_v1(b))
+		return kl_batch_is_machine_event_v1(a) && kl_batch_is_machine_event_v1(b);
+	return strcmp(a->contract, b->contract) == 0 && a->contract_version == b->contract_version;
 }
 
 /*
@@ -295,6 +318,9 @@ kl_compact_run(KlCompactCall *call, int32 partition, List *run)
 	nb.ncompacted_from = list_length(run);
 	nb.compacted_from = palloc(sizeof(char *) * nb.ncompacted_from);
 	nb.landed_by = "compact";
+	/* the contract of the run (kl_compact_partition keeps runs to one) */
+	nb.contract = ((KlBatch *) linitial(run))->contract;
+	nb.contract_version = ((KlBatch *) linitial(run))->contract_version;
 	foreach(cell, run)
 	{
 		KlBatch    *b = lfirst(cell);
@@ -446,6 +472,7 @@ kl_compact_partition(KlCompactCall *call, int32 partition)
 
 		CHECK_FOR_INTERRUPTS();
 		if (ok && run != NIL && prev->last_offset + 1 == b->first_offset &&
+			kl_same_contract(prev, b) &&
 			run_bytes + kl_batch_bytes(b) <= call->target_bytes &&
 			run_records + b->record_count <= call->target_records)
 		{

@@ -33,9 +33,18 @@
  * expired batch (recover.c), so the marker is what lets the disk alone say
  * that the files went on purpose.
  *
+ * A batch and its readmit units (readmit.c) expire together, when the
+ * business dates of all of them are past the limit: a unit holds records
+ * of its batch, recover() adopts or forgets it by its batch, and readmit()
+ * judges the batch's quarantine lines again, so neither may outlive the
+ * other.  Each gets its own marker and expired_at.  readmit() skips an
+ * expired batch (its quarantine lines are gone), and compact() leaves
+ * expired batches alone.
+ *
  * closed_only => true expires only batches each of whose business dates
- * has a closing certificate (kafka_lake.date_closings); a batch without
- * dates is then kept.
+ * has a closing certificate in effect (kafka_lake.date_closings, status
+ * 'closed'; a date reopened since is not closed); a batch without dates is
+ * then kept.
  *
  * IDENTIFICATION
  *	  src/expire.c
@@ -126,14 +135,15 @@ kl_expire_limit(FunctionCallInfo fcinfo)
 static bool
 kl_expire_batch(KlSource *src, const KlBatch *b, TimestampTz now)
 {
-	char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, b->partition), b->batch_id);
+	char	   *dir = psprintf("%s/%s%s", kl_partition_dir(src, b->partition),
+							   KL_BATCH_DIR_PREFIX(b), b->batch_id);
 	struct stat st;
 
 	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 	{
 		ereport(WARNING,
-				(errmsg("batch %s of source \"%s\" is not expired: its directory is missing",
-						b->batch_id, src->source),
+				(errmsg("%s %s of source \"%s\" is not expired: its directory is missing",
+						b->readmit ? "readmit unit" : "batch", b->batch_id, src->source),
 				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
 		return false;
 	}
@@ -168,13 +178,6 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 	limit = kl_expire_limit(fcinfo);
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 
-	if (closed_only && !kl_catalog_has_closings())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("expire(closed_only => true) needs closing certificates of business dates"),
-				 errdetail("This database has no table kafka_lake.date_closings."),
-				 errhint("Expire by date alone (closed_only => false), or install a kafka_lake that closes dates.")));
-
 	kl_source_lock(src);
 	kl_init_materialized_srf(fcinfo);
 	partitions = kl_catalog_partitions(src);
@@ -185,6 +188,7 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 		ListCell   *bc;
 		Datum		values[8] = {0};
 		bool		nulls[8] = {0};
+		char		kept[KL_BATCH_ID_LEN + 1] = "";
 
 		values[0] = CStringGetTextDatum(src->topic);
 		values[1] = Int32GetDatum(p);
@@ -201,8 +205,15 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 			KlBatch    *b = lfirst(bc);
 
 			CHECK_FOR_INTERRUPTS();
-			if (!kl_expire_batch(src, b, now))
+			/* the units of a batch that did not expire stay with it */
+			if (b->readmit && strcmp(b->readmit_of, kept) == 0)
 				continue;
+			if (!kl_expire_batch(src, b, now))
+			{
+				if (!b->readmit)
+					strlcpy(kept, b->batch_id, sizeof(kept));
+				continue;
+			}
 			memset(nulls, 0, sizeof(nulls));
 			values[2] = CStringGetTextDatum(b->batch_id);
 			values[3] = CStringGetTextDatum("expired");

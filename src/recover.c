@@ -76,7 +76,10 @@
  * batch is in the catalog with the unit's records still quarantined (same
  * fingerprints); its originals get their 'R' again.  Forgetting a batch
  * forgets its units; forgetting a unit whose directory is gone quarantines
- * its records again (readmit() can re-admit them).
+ * its records again (readmit() can re-admit them).  A unit expires with its
+ * batch (expire.c): its EXPIRED marker and record files are settled as a
+ * batch's are, in its own directory, and a unit the catalog lacks that has
+ * its marker and not its record files is adopted as an expired unit.
  *
  * An adopted batch may claim as accepted an event_id that another batch
  * accepted meanwhile (possible only when the adopted batch's transaction
@@ -790,9 +793,21 @@ kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplesto
 		u.landed_by = "recover";
 		kl_catalog_insert_batch(src, &u, recs, n);
 		kl_catalog_mark_readmitted(src, u.readmit_of, offsets, n, true);
+		if (u.expired)
+		{
+			/* a unit expires with its batch (expire.c): finish it */
+			kl_catalog_mark_expired(src, u.batch_id, GetCurrentTransactionStartTimestamp());
+			kl_remove_record_files(dir);
+		}
+		else if (kl_has_expired_marker(dir) && unlink(kl_expired_marker_path(dir)) != 0 &&
+				 errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\": %m", kl_expired_marker_path(dir))));
 		kl_emit_recover_row(out, desc, "adopted", src, partition, u.batch_id,
-							psprintf("readmit unit of batch %s: %d records%s", u.readmit_of, n,
-									 demoted ? psprintf("; %d accepted on disk were accepted elsewhere first and count as duplicates", demoted) : ""));
+							psprintf("readmit unit of batch %s: %d records%s%s", u.readmit_of, n,
+									 demoted ? psprintf("; %d accepted on disk were accepted elsewhere first and count as duplicates", demoted) : "",
+									 u.expired ? "; an expired unit: its manifest and coordinates only" : ""));
 		adopted++;
 	}
 	return adopted;

@@ -4,9 +4,10 @@
 -- refuse an expired date with 55000 and a clear message, and a query or bridge of a date that did
 -- not expire works; gold snapshots stay readable; verify() tells an expired batch from a damaged
 -- one; a rollback, and each crash in the middle (simulated on disk and in the catalog), ends
--- consistent after recover(); closed_only needs closing certificates.  Needs the broker.
+-- consistent after recover(); closed_only expires dates closed by close_date() and not reopened,
+-- and late_events stays readable.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(49);
+SELECT plan(50);
 
 \o /dev/null
 SELECT kl_test.broker('create ex92.t 2');
@@ -195,31 +196,29 @@ SELECT throws_ok($$SELECT * FROM kafka_lake.expire('ex92c', before => '2026-06-3
                  'a FIFO in place of the EXPIRED marker is an error at once, not a blocked backend');
 SELECT kl_test.sh(format('rm %s%s/batch=%s/EXPIRED', :'cdir', :'stale_p', :'stale')) \g /dev/null
 
--- closed_only needs closing certificates; with them it expires the batches of dates closed and in
--- effect (not reopened) only.  Without the closing of dates in this database, a stand-in table
--- with the certificates' key columns and status; with it, a certificate of a bridged date.
-SELECT to_regclass('kafka_lake.date_closings') IS NULL AS no_closings \gset
-\if :no_closings
-SELECT throws_ok($$SELECT * FROM kafka_lake.expire('ex92c', before => '2026-06-30', closed_only => true)$$,
-                 '0A000', 'expire(closed_only => true) needs closing certificates of business dates',
-                 'closed_only without closing certificates is refused');
-CREATE TABLE kafka_lake.date_closings (source_id int, business_date date, status text NOT NULL);
-INSERT INTO kafka_lake.date_closings VALUES (:cid, '2026-06-27', 'closed'), (:cid, '2026-06-29', 'reopened');
-\else
-SELECT skip('closing certificates exist here', 1);
-SELECT snapshot_id AS c27_snapshot, source_hash AS c27_hash, selected_events AS c27_events
-  FROM kafka_lake.bridge('ex92c', '2026-06-27') \gset
-INSERT INTO kafka_lake.date_closings (source_id, business_date, snapshot_id, source_hash, selected_events, closed_by)
-  VALUES (:cid, '2026-06-27', :c27_snapshot, :'c27_hash', :c27_events, current_user);
-\endif
+-- closed_only expires the batches of dates whose certificate is in effect: closed, not reopened.
+-- A late event of a closed date stays in late_events until its batch expires; the view stays
+-- readable once it has.
+\o /dev/null
+SELECT * FROM kafka_lake.close_date('ex92c', '2026-06-27');
+SELECT * FROM kafka_lake.close_date('ex92c', '2026-06-29');
+SELECT kafka_lake.produce('ex92_kafka', 'ex92.t', kl_test.event('evt-ex92-27-late', business_date => '2026-06-27'),
+                          partition => 0);
+SELECT kafka_lake.produce('ex92_kafka', 'ex92.t', kl_test.event('evt-ex92-29-late', business_date => '2026-06-29'),
+                          partition => 1);
+SELECT kafka_lake.land('ex92c');
+SELECT * FROM kafka_lake.bridge('ex92c', '2026-06-29', reopen => true);
+\o
+SELECT results_eq($$SELECT business_date, closing_status FROM kafka_lake.late_events WHERE source = 'ex92c' ORDER BY 1$$,
+                  $$VALUES ('2026-06-27'::date, 'closed'), ('2026-06-29', 'reopened')$$,
+                  '(a late event of each closed date; 2026-06-29 reopened to count it)');
 SELECT results_eq($$SELECT min_business_date, count(*)::int
                     FROM kafka_lake.expire('ex92c', before => '2026-06-30', closed_only => true) GROUP BY 1$$,
-                  $$VALUES ('2026-06-27'::date, 2)$$, 'closed_only expires the batches of closed dates alone');
-\if :no_closings
-DROP TABLE kafka_lake.date_closings;
-\else
-DELETE FROM kafka_lake.date_closings WHERE source_id = :cid;
-\endif
+                  $$VALUES ('2026-06-27'::date, 3)$$,
+                  'closed_only expires the batches of the closed date alone (its late event''s too), not those of the reopened one');
+SELECT results_eq($$SELECT business_date, closing_status FROM kafka_lake.late_events WHERE source = 'ex92c'$$,
+                  $$VALUES ('2026-06-29'::date, 'reopened')$$,
+                  'late_events stays readable, and lists what the landing still holds');
 
 DROP TABLE ex92_coords, ex92_events, ex92_expired;
 DROP FOREIGN TABLE ex92_typed;
