@@ -6,9 +6,10 @@
 -- the units themselves are never compacted; a batch and its units expire together, by the dates
 -- of them all; readmit() reports an expired batch instead of failing; recover() settles an expired
 -- unit in its own directory and adopts a lost one as expired; source_status counts what stays on
--- disk; every query result stays the same and verify() stays clean.  Needs the broker.
+-- disk; readmit() re-admits records of a compacted batch; every query result stays the same
+-- and verify() stays clean.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(32);
+SELECT plan(37);
 
 \o /dev/null
 SELECT kl_test.server('lc94_srv');
@@ -143,6 +144,30 @@ SELECT results_eq(format($$SELECT kind, readmit_of, expired_at IS NOT NULL FROM 
 SELECT is_empty($$SELECT * FROM kafka_lake.verify('lc94')$$, 'verify() is clean');
 SELECT set_eq($$SELECT partition, "offset", status, fingerprint FROM kafka_lake.coordinate_list WHERE source = 'lc94'$$,
               'SELECT * FROM lc94_coords', 'every coordinate is still known, with its status and fingerprint');
+
+-- readmit() works on a compacted batch as on any other, and then compact() leaves it alone
+\o /dev/null
+SELECT pg_temp.put('ord-10', 'bogus', '2026-06-30');
+SELECT kafka_lake.land('lc94');
+SELECT pg_temp.put('ord-11', 'bogus', '2026-06-30');
+SELECT kafka_lake.land('lc94');
+\o
+SELECT results_eq($$SELECT batches, records, first_offset, last_offset FROM kafka_lake.compact('lc94')$$,
+                  $$VALUES (3, 4, 6::bigint, 9::bigint)$$,
+                  'compact() merges the compacted batch of version 2 with two new batches of quarantined records');
+SELECT batch_id AS c3 FROM kafka_lake.batches WHERE source_id = :sid AND first_offset = 6 \gset
+\o /dev/null
+SELECT kafka_lake.create_contract('lc94', pg_temp.orders('"new", "shipped", "bogus"'));
+SELECT kafka_lake.alter_source('lc94', 'lc94');
+\o
+SELECT results_eq($$SELECT readmit_of, status, records, accepted FROM kafka_lake.readmit('lc94') WHERE status <> 'expired'$$,
+                  format($$VALUES (%L, 'readmitted', 2, 2)$$, :'c3'),
+                  'readmit() with version 3 re-admits the two quarantined records of the compacted batch');
+SELECT is((SELECT count(*) FROM kafka_lake.lc94_events WHERE business_date = '2026-06-30'), 2::bigint,
+          'the typed table reads them from the unit');
+SELECT is((SELECT count(*) FROM kafka_lake.compact('lc94')), 0::bigint,
+          'compact() leaves the compacted batch alone now that it has a unit');
+SELECT is_empty($$SELECT * FROM kafka_lake.verify('lc94')$$, 'verify() is clean');
 
 DROP TABLE lc94_records, lc94_events, lc94_coords, lc94_compacted, lc94_expired;
 SELECT * FROM finish();
