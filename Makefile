@@ -24,12 +24,15 @@ OBJS = \
 	src/locks.o \
 	src/bulk_insert.o \
 	src/catalog.o \
+	src/catalog_lifecycle.o \
 	src/contract_catalog.o \
 	src/source.o \
 	src/land.o \
 	src/recover.o \
 	src/readmit.o \
 	src/verify.o \
+	src/compact.o \
+	src/expire.o \
 	src/fdw.o \
 	src/csv.o \
 	src/keyset.o \

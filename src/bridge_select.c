@@ -18,7 +18,8 @@
  * close_date() bridges, except what lies at or past a partition's mark (a
  * batch wholly past it is not opened).  No event
  * is ERROR P0002, and nothing was written (the temporary file is created at
- * the first selected event).
+ * the first selected event).  A date with a batch whose record files
+ * expire() removed is refused (55000) before anything is read.
  *
  * The columns are the contract's (its layout, bridge_define.c): its fields
  * in its "columns" order, the event_id and schema_version fields last, then
@@ -124,6 +125,21 @@ kl_bridge_scan(KlBridge *b)
 	batches = kl_catalog_scan_batches(b->src, &bounds, KL_BATCH_WANT_FINGERPRINTS,
 									  &b->total_batches);
 	PopActiveSnapshot();
+
+	/* a date whose records expired is refused, not bridged from what is left */
+	{
+		List	   *expired = NIL;
+		ListCell   *cell;
+
+		foreach(cell, batches)
+		{
+			KlBatch    *batch = lfirst(cell);
+
+			if (batch->expired && batch->counts[KL_FILE_ACCEPTED] > 0)
+				expired = lappend(expired, batch);
+		}
+		kl_refuse_expired(b->src, expired, "bridge");
+	}
 	kl_bridge_check_contracts(b, batches);
 	return batches;
 }

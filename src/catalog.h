@@ -80,6 +80,7 @@ extern int64 kl_catalog_remembered_offset(KlSource *src, int32 partition);
 extern KlDurable *kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last);
 extern void kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n);
 extern bool kl_catalog_has_manifest_checks(void);
+extern bool kl_catalog_has_lifecycle(void);
 extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,
 									const KlRecord *recs, int n);
 extern void kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset,
