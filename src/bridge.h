@@ -136,6 +136,7 @@ typedef struct KlOwnerCheck
 {
 	char	   *name;
 	char	   *function;
+	char	   *owner;			/* the role that added it */
 } KlOwnerCheck;
 
 /* A batch that gave events to this date (for provenance.json) */

@@ -457,7 +457,7 @@ kl_bridge_check(KlBridge *b)
 	{
 		KlOwnerCheck *oc = lfirst(cell);
 		char	   *first;
-		int64		n = kl_catalog_owner_check(oc->function, b->run_id, &first);
+		int64		n = kl_catalog_owner_check(oc->function, oc->owner, b->run_id, &first);
 
 		kl_add_check(b, oc->name, n == 0, "0", psprintf("%lld", (long long) n),
 					 n == 0 ? psprintf("rows of kafka_lake.%s (none)", oc->function) :

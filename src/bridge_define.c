@@ -798,7 +798,7 @@ kl_bridge_define(KlBridge *b)
 			row[5] = (char *) (intptr_t) ngrain;
 			rows = lappend(rows, row);
 		}
-		if (SPI_execute_with_args("SELECT check_name, function FROM kafka_lake.quality_checks"
+		if (SPI_execute_with_args("SELECT check_name, function, owner FROM kafka_lake.quality_checks"
 								  " WHERE source_id = $1 ORDER BY check_name",
 								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read kafka_lake.quality_checks");
@@ -810,6 +810,7 @@ kl_bridge_define(KlBridge *b)
 			oc = palloc0(sizeof(KlOwnerCheck));
 			oc->name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 			oc->function = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+			oc->owner = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
 			checks = lappend(checks, oc);
 		}
 		MemoryContextSwitchTo(b->cxt);

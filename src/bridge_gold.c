@@ -290,7 +290,7 @@ kl_bridge_compute_golds(KlBridge *b)
 			Oid			types[1] = {TEXTOID};
 			Datum		values[1] = {CStringGetTextDatum(b->run_id)};
 
-			cs = kl_catalog_begin();
+			cs = kl_catalog_definer_begin(g->compute, g->owner);
 			if (SPI_execute_with_args(psprintf("SELECT * FROM kafka_lake.%s($1)",
 											   quote_identifier(g->compute)),
 									  1, types, values, NULL, false, 0) != SPI_OK_SELECT)

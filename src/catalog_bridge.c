@@ -27,6 +27,12 @@
 #include "utils/timestamp.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/syscache.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -268,13 +274,86 @@ kl_catalog_silver_columns(const char *relname)
 }
 
 /*
+ * kl_catalog_definer_begin
+ *		Enter a catalog section that runs an owner's function (a SQL gold's
+ *		or an owner's check) with the rights of the role that defined it.
+ *
+ *		The role owns its function, so it may have made it SECURITY INVOKER,
+ *		given it to another role or changed its settings since: run as it
+ *		then is, its SQL would have the rights of whoever bridges (a
+ *		superuser's pg_cron job).  So the function must still be what
+ *		define_gold() or add_check() made of it (SECURITY DEFINER, owned by
+ *		the role the catalog names, search_path pinned), else the bridge
+ *		refuses; and the call itself runs as that role, security-restricted,
+ *		whatever the function says.  kl_catalog_end leaves the section.
+ */
+KlCatalogSave
+kl_catalog_definer_begin(const char *function, const char *owner)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Oid			role = get_role_oid(owner, true);
+	Oid			fn;
+	const char *wrong = NULL;
+	KlCatalogSave cs;
+
+	fn = LookupFuncName(list_make2(makeString("kafka_lake"), makeString(pstrdup(function))),
+						1, argtypes, true);
+	if (!OidIsValid(role))
+		wrong = "the role that defined it no longer exists";
+	else if (!OidIsValid(fn))
+		wrong = "it no longer exists";
+	else
+	{
+		HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+		Form_pg_proc proc;
+		bool		isnull;
+		Datum		config;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for function %u", fn);
+		proc = (Form_pg_proc) GETSTRUCT(tup);
+		config = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_proconfig, &isnull);
+		if (!proc->prosecdef)
+			wrong = "it is no longer SECURITY DEFINER";
+		else if (proc->proowner != role)
+			wrong = "its owner is no longer the role that defined it";
+		else
+		{
+			Datum	   *elems = NULL;
+			int			nelems = 0;
+
+			if (!isnull)
+				deconstruct_array(DatumGetArrayTypeP(config), TEXTOID, -1, false,
+								  TYPALIGN_INT, &elems, NULL, &nelems);
+			if (nelems != 1 ||
+				strcmp(TextDatumGetCString(elems[0]), "search_path=pg_catalog, pg_temp") != 0)
+				wrong = "its settings are no longer search_path = pg_catalog, pg_temp alone";
+		}
+		ReleaseSysCache(tup);
+	}
+	if (wrong)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("function kafka_lake.%s(text) is not as role \"%s\" defined it: %s",
+						function, owner, wrong),
+				 errdetail("bridge() runs an owner's SQL only through the SECURITY DEFINER function define_gold() or add_check() made, owned by the role that defined it, with search_path = pg_catalog, pg_temp; nothing was published."),
+				 errhint("A superuser can restore it: ALTER FUNCTION kafka_lake.%s(text) SECURITY DEFINER RESET ALL SET search_path = pg_catalog, pg_temp; ALTER FUNCTION kafka_lake.%s(text) OWNER TO %s;",
+						 function, function, quote_identifier(owner))));
+
+	cs = kl_catalog_begin();
+	SetUserIdAndSecContext(role, cs.sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	return cs;
+}
+
+/*
  * kl_catalog_owner_check
  *		Run an owner's check function over the run (with the rights of the
  *		role that defined it): the number of rows it returns, and the first
  *		few as text.
  */
 int64
-kl_catalog_owner_check(const char *function, const char *run_id, char **first)
+kl_catalog_owner_check(const char *function, const char *owner, const char *run_id, char **first)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	KlCatalogSave cs;
@@ -283,7 +362,7 @@ kl_catalog_owner_check(const char *function, const char *run_id, char **first)
 	StringInfoData rows;
 	int64		n;
 
-	cs = kl_catalog_begin();
+	cs = kl_catalog_definer_begin(function, owner);
 	if (SPI_execute_with_args(psprintf("SELECT r FROM kafka_lake.%s($1) r", quote_identifier(function)),
 							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not run check function kafka_lake.%s", function);

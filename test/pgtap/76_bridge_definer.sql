@@ -2,9 +2,11 @@
 -- of the role that defined it, never with those of whoever calls bridge().  A plain role
 -- defines a SQL gold and a check; a superuser (as a pg_cron job would) bridges the source.
 -- The gold records current_user and tries to read a server file (superusers only): it runs
--- as the plain role, and is refused.  The plain role cannot define over a source it may not
+-- as the plain role, and is refused.  The plain role owns its functions, so it could make one
+-- SECURITY INVOKER (or give it away): the bridge then refuses to run it, and would run it as
+-- the plain role all the same.  The plain role cannot define over a source it may not
 -- read, nor use SQL that needs rights it lacks.  Needs the broker and kcat.
-SELECT plan(14);
+SELECT plan(19);
 
 \o /dev/null
 SELECT kl_test.server('definer76_srv');
@@ -88,6 +90,35 @@ SELECT is((SELECT DISTINCT session_role FROM kafka_lake.definer76_who_current), 
           'in the superuser''s session');
 SELECT is((SELECT t76.try_read_file()), 'read as ' || current_user,
           'the same helper, called by the superuser itself, reads the file: the rights were the definer''s');
+
+-- the analyst turns its own functions into SECURITY INVOKER ones, hoping the next bridge by a
+-- superuser runs them with the superuser's rights
+SET ROLE t76_analyst;
+ALTER FUNCTION kafka_lake.definer76_who_compute(text) SECURITY INVOKER;
+RESET ROLE;
+\o /dev/null
+SELECT kafka_lake.produce('definer76_srv', 'definer76.t',
+         convert_to('{"sale_id": "s-5", "day": "2026-07-01", "region": "north", "amount": 5}', 'UTF8'));
+\o
+SELECT results_eq($$SELECT accepted FROM kafka_lake.land('definer76')$$, $$VALUES (1)$$, 'a fifth sale lands');
+SELECT throws_ok($$SELECT * FROM kafka_lake.bridge('definer76', '2026-07-01')$$, '42501', NULL,
+                 'a gold function its definer made SECURITY INVOKER is refused, not run as the superuser');
+SELECT results_eq($$SELECT who, attempt FROM kafka_lake.definer76_who_current ORDER BY region$$,
+                  $$VALUES ('t76_analyst', 'refused as t76_analyst'), ('t76_analyst', 'refused as t76_analyst')$$,
+                  'nothing was published by the refused bridge');
+-- the hint's statement restores it
+ALTER FUNCTION kafka_lake.definer76_who_compute(text) SECURITY DEFINER RESET ALL SET search_path = pg_catalog, pg_temp;
+\o /dev/null
+SELECT set_config('kl76.check_fn', (SELECT function FROM kafka_lake.quality_checks WHERE check_name = 'runs_as_analyst'), false);
+\o
+SET ROLE t76_analyst;
+DO $$BEGIN EXECUTE format('ALTER FUNCTION kafka_lake.%I(text) SECURITY INVOKER', current_setting('kl76.check_fn')); END$$;
+RESET ROLE;
+SELECT throws_ok($$SELECT * FROM kafka_lake.bridge('definer76', '2026-07-01')$$, '42501', NULL,
+                 'so is a check function made SECURITY INVOKER');
+DO $$BEGIN EXECUTE format('ALTER FUNCTION kafka_lake.%I(text) SECURITY DEFINER', current_setting('kl76.check_fn')); END$$;
+SELECT results_eq($$SELECT run_status, quality_passed, quality_total FROM kafka_lake.bridge('definer76', '2026-07-01')$$,
+                  $$VALUES ('processed', 7, 7)$$, 'restored as they were defined, both run again, as the analyst');
 
 SELECT lives_ok($$SELECT kafka_lake.drop_source('definer76', drop_landing => true)$$, 'drop_source');
 SELECT * FROM finish();
