@@ -641,6 +641,90 @@ COMMENT ON VIEW kafka_lake.source_status IS
   'Per source and partition, from the catalog alone: landing, offsets and lag, batches and bytes, counts, the oldest date not closed, the last error';
 
 --------------------------------------------------------------------------
+-- The bridge for any contract: silver, quality checks and gold defined per
+-- source, with the seed's pipeline as one built-in definition
+--
+-- bridge() bridges every source whose contract gives events a business
+-- date: its canonical CSV has the contract's fields, its silver is the
+-- table kafka_lake.<source>_silver (created by create_source, by the first
+-- define_gold/add_check/bridge of the source; machine_event_v1 sources keep
+-- silver_machine_events), its quality checks are derived from the contract.
+-- A gold is a row of kafka_lake.golds: a grain and either declared metrics
+-- or an owner's SQL, which runs as the function <gold>_compute, SECURITY
+-- DEFINER and owned by the role that defined it (never with the rights of
+-- whoever calls bridge()).  The seed's gold_daily_line_metrics is the
+-- built-in row (the library's own definition, kafka_lake_builtin_golds, so
+-- the catalog and the code cannot disagree).  kafka_lake.quality_checks
+-- holds the owners' own checks (add_check), each a function
+-- <source>_check_<check> of the same kind.  The tables, views and
+-- functions define_gold and add_check create are no members of the
+-- extension, like <source>_events: pg_dump keeps them with their rows.
+--------------------------------------------------------------------------
+
+CREATE TABLE kafka_lake.golds (
+    gold        text PRIMARY KEY CHECK (gold ~ '^[a-z_][a-z0-9_]{0,47}$'),
+    -- NULL: the built-in gold of every machine_event_v1 source
+    source_id   integer REFERENCES kafka_lake.sources ON DELETE CASCADE,
+    grain       text[] NOT NULL,
+    metrics     json,
+    sql         text,
+    compute     text,
+    owner       name NOT NULL DEFAULT current_user,
+    builtin     boolean NOT NULL DEFAULT false,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    CHECK ((metrics IS NULL) <> (sql IS NULL)),
+    CHECK ((sql IS NULL) = (compute IS NULL)),
+    CHECK (builtin = (source_id IS NULL))
+);
+COMMENT ON TABLE kafka_lake.golds IS
+  'The golds bridge() publishes: a grain and declared metrics or an owner''s SQL; the built-in row is the seed''s gold_daily_line_metrics';
+
+CREATE FUNCTION kafka_lake.builtin_golds(OUT gold text, OUT grain text[], OUT metrics json)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_builtin_golds'
+LANGUAGE C STRICT;
+INSERT INTO kafka_lake.golds (gold, source_id, grain, metrics, owner, builtin)
+SELECT gold, NULL, grain, metrics, 'kafka_lake', true FROM kafka_lake.builtin_golds();
+DROP FUNCTION kafka_lake.builtin_golds();
+
+CREATE TABLE kafka_lake.quality_checks (
+    source_id   integer NOT NULL REFERENCES kafka_lake.sources ON DELETE CASCADE,
+    check_name  text NOT NULL CHECK (check_name ~ '^[a-z_][a-z0-9_]{0,47}$'),
+    sql         text NOT NULL,
+    function    text NOT NULL,
+    owner       name NOT NULL DEFAULT current_user,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (source_id, check_name)
+);
+COMMENT ON TABLE kafka_lake.quality_checks IS
+  'Owners'' own quality checks of a source (add_check): the rows of the SQL are violations; run by bridge() with the owner''s rights';
+
+SELECT pg_catalog.pg_extension_config_dump('kafka_lake.golds', 'WHERE NOT builtin');
+SELECT pg_catalog.pg_extension_config_dump('kafka_lake.quality_checks', '');
+
+CREATE FUNCTION kafka_lake.define_gold(
+    source  text,
+    gold    text,
+    grain   text[],
+    metrics json DEFAULT NULL,
+    sql     text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'kafka_lake_define_gold'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) IS
+  'Define a gold of a source: the table kafka_lake.<gold>, its view <gold>_current and function <gold>_as_of, published by every bridge() of the source';
+REVOKE ALL ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) FROM PUBLIC;
+
+CREATE FUNCTION kafka_lake.add_check(source text, check_name text, sql text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'kafka_lake_add_check'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.add_check(text, text, text) IS
+  'Add a quality check to every bridge() of a source: a query over silver whose rows are violations';
+REVOKE ALL ON FUNCTION kafka_lake.add_check(text, text, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION kafka_lake.bridge(text, date, boolean) IS
+  'Bridge one business date: canonical CSV (source_hash), silver, the quality checks, and a new snapshot of every gold of the source when they pass; a closed date changes only with reopen => true';
 -- The landing's life cycle: compaction of small batches, retention of
 -- record files, and replay by time
 --

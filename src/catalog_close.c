@@ -38,6 +38,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "catalog_bridge.h"
 #include "catalog_close.h"
 
 /*
@@ -198,6 +199,7 @@ kl_catalog_republish_snapshot(int32 source_id, DateADT date, int64 from_snapshot
 						" FROM kafka_lake.gold_daily_line_metrics g WHERE g.snapshot_id = $6",
 						6, types, values, nulls, SPI_OK_INSERT, "record the gold rows");
 	kl_catalog_end(cs);
+	kl_catalog_copy_golds(source_id, from_snapshot, snapshot_id, closing_status);
 	return snapshot_id;
 }
 
