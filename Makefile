@@ -24,6 +24,7 @@ OBJS = \
 	src/locks.o \
 	src/bulk_insert.o \
 	src/catalog.o \
+	src/catalog_lifecycle.o \
 	src/contract_catalog.o \
 	src/source.o \
 	src/land.o \
@@ -31,11 +32,14 @@ OBJS = \
 	src/recover.o \
 	src/readmit.o \
 	src/verify.o \
+	src/compact.o \
+	src/expire.o \
 	src/fdw.o \
 	src/csv.o \
 	src/keyset.o \
 	src/catalog_bridge.o \
 	src/bridge.o \
+	src/bridge_define.o \
 	src/bridge_select.o \
 	src/bridge_adapter.o \
 	src/bridge_silver.o \
@@ -56,7 +60,7 @@ PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 # needs nothing but the installed extension, so `make installcheck` runs on
 # any server; REGRESS_BROKER needs the test broker too, and runs when its
 # address is in KL_BOOTSTRAP (test/run starts one and exports it).
-REGRESS = options privileges settings names nulls contracts
+REGRESS = options privileges settings names nulls contracts golds
 REGRESS_BROKER = fdw
 ifneq ($(KL_BOOTSTRAP),)
 REGRESS += $(REGRESS_BROKER)

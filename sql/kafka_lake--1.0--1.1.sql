@@ -368,6 +368,8 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kafka_lake.readmit(text, integer, bigint, bigint) IS
   'Judge quarantined records again, from the landing, with the source''s current contract; the accepted ones land as readmit units';
 REVOKE ALL ON FUNCTION kafka_lake.readmit(text, integer, bigint, bigint) FROM PUBLIC;
+
+--------------------------------------------------------------------------
 -- Closing a business date: a completeness certificate per date
 -- (close_date), late data made visible (late_events, bridge(..., reopen)),
 -- and the state of every source at a glance (source_status)
@@ -637,3 +639,268 @@ CREATE VIEW kafka_lake.source_status AS
     ) e ON true;
 COMMENT ON VIEW kafka_lake.source_status IS
   'Per source and partition, from the catalog alone: landing, offsets and lag, batches and bytes, counts, the oldest date not closed, the last error';
+
+--------------------------------------------------------------------------
+-- The bridge for any contract: silver, quality checks and gold defined per
+-- source, with the seed's pipeline as one built-in definition
+--
+-- bridge() bridges every source whose contract gives events a business
+-- date: its canonical CSV has the contract's fields, its silver is the
+-- table kafka_lake.<source>_silver (created by create_source, by the first
+-- define_gold/add_check/bridge of the source; machine_event_v1 sources keep
+-- silver_machine_events), its quality checks are derived from the contract.
+-- A gold is a row of kafka_lake.golds: a grain and either declared metrics
+-- or an owner's SQL, which runs as the function <gold>_compute, SECURITY
+-- DEFINER and owned by the role that defined it (never with the rights of
+-- whoever calls bridge()).  The seed's gold_daily_line_metrics is the
+-- built-in row (the library's own definition, kafka_lake_builtin_golds, so
+-- the catalog and the code cannot disagree).  kafka_lake.quality_checks
+-- holds the owners' own checks (add_check), each a function
+-- <source>_check_<check> of the same kind.  The tables, views and
+-- functions define_gold and add_check create are no members of the
+-- extension, like <source>_events: pg_dump keeps them with their rows.
+--------------------------------------------------------------------------
+
+CREATE TABLE kafka_lake.golds (
+    gold        text PRIMARY KEY CHECK (gold ~ '^[a-z_][a-z0-9_]{0,47}$'),
+    -- NULL: the built-in gold of every machine_event_v1 source
+    source_id   integer REFERENCES kafka_lake.sources ON DELETE CASCADE,
+    grain       text[] NOT NULL,
+    metrics     json,
+    sql         text,
+    compute     text,
+    owner       name NOT NULL DEFAULT current_user,
+    builtin     boolean NOT NULL DEFAULT false,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    CHECK ((metrics IS NULL) <> (sql IS NULL)),
+    CHECK ((sql IS NULL) = (compute IS NULL)),
+    CHECK (builtin = (source_id IS NULL))
+);
+COMMENT ON TABLE kafka_lake.golds IS
+  'The golds bridge() publishes: a grain and declared metrics or an owner''s SQL; the built-in row is the seed''s gold_daily_line_metrics';
+
+CREATE FUNCTION kafka_lake.builtin_golds(OUT gold text, OUT grain text[], OUT metrics json)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_builtin_golds'
+LANGUAGE C STRICT;
+INSERT INTO kafka_lake.golds (gold, source_id, grain, metrics, owner, builtin)
+SELECT gold, NULL, grain, metrics, 'kafka_lake', true FROM kafka_lake.builtin_golds();
+DROP FUNCTION kafka_lake.builtin_golds();
+
+CREATE TABLE kafka_lake.quality_checks (
+    source_id   integer NOT NULL REFERENCES kafka_lake.sources ON DELETE CASCADE,
+    check_name  text NOT NULL CHECK (check_name ~ '^[a-z_][a-z0-9_]{0,47}$'),
+    sql         text NOT NULL,
+    function    text NOT NULL,
+    owner       name NOT NULL DEFAULT current_user,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (source_id, check_name)
+);
+COMMENT ON TABLE kafka_lake.quality_checks IS
+  'Owners'' own quality checks of a source (add_check): the rows of the SQL are violations; run by bridge() with the owner''s rights';
+
+SELECT pg_catalog.pg_extension_config_dump('kafka_lake.golds', 'WHERE NOT builtin');
+SELECT pg_catalog.pg_extension_config_dump('kafka_lake.quality_checks', '');
+
+CREATE FUNCTION kafka_lake.define_gold(
+    source  text,
+    gold    text,
+    grain   text[],
+    metrics json DEFAULT NULL,
+    sql     text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'kafka_lake_define_gold'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) IS
+  'Define a gold of a source: the table kafka_lake.<gold>, its view <gold>_current and function <gold>_as_of, published by every bridge() of the source';
+REVOKE ALL ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) FROM PUBLIC;
+
+CREATE FUNCTION kafka_lake.add_check(source text, check_name text, sql text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'kafka_lake_add_check'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.add_check(text, text, text) IS
+  'Add a quality check to every bridge() of a source: a query over silver whose rows are violations';
+REVOKE ALL ON FUNCTION kafka_lake.add_check(text, text, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION kafka_lake.bridge(text, date, boolean) IS
+  'Bridge one business date: canonical CSV (source_hash), silver, the quality checks, and a new snapshot of every gold of the source when they pass; a closed date changes only with reopen => true';
+-- The landing's life cycle: compaction of small batches, retention of
+-- record files, and replay by time
+--
+-- A source landed every minute makes thousands of small batch directories
+-- a day, and keeps them forever.  compact() merges runs of small batches of
+-- a partition into one batch: a batch like any other (landed_by 'compact'),
+-- whose manifest lists every coordinate with its original fingerprint and
+-- status and names the batches it replaced (compacted_from, kept here too,
+-- so that recovery knows a directory a crash left behind).  expire()
+-- removes the record files (accepted, duplicates, quarantine) of batches
+-- whose business dates are all older than a limit, and keeps the manifest,
+-- the catalog rows and every coordinate with its fingerprint (expired_at
+-- says when): a redelivered expired coordinate is still reused, and the
+-- foreign table and the bridge refuse an expired date instead of returning
+-- part of it.  replay() gains a form by time, through the broker's
+-- offsets-for-times; it never commits, like the form by offsets.  Batches
+-- landed before this version have neither column set, and read as before.
+-- With contracts as data: a compacted batch records the one contract
+-- version of the batches it merged (a run never mixes two); readmit units
+-- and the batches they re-admitted records of are never compacted; a batch
+-- and its readmit units expire together.  closed_only goes by the
+-- certificates of the closing section (status 'closed', in effect), and
+-- source_status counts only the manifest of an expired batch.
+--------------------------------------------------------------------------
+
+ALTER TABLE kafka_lake.batches
+    ADD COLUMN compacted_from text[],
+    ADD COLUMN expired_at timestamptz;
+COMMENT ON COLUMN kafka_lake.batches.compacted_from IS
+  'The batches compact() merged into this one (NULL: landed, replayed or adopted)';
+COMMENT ON COLUMN kafka_lake.batches.expired_at IS
+  'When expire() removed the record files of this batch; its manifest and coordinates are kept (NULL: not expired)';
+-- landed_by gains 'compact' (whatever the sections before named its CHECK)
+DO $$
+DECLARE
+    c name;
+BEGIN
+    FOR c IN SELECT conname FROM pg_catalog.pg_constraint
+              WHERE conrelid = 'kafka_lake.batches'::pg_catalog.regclass AND contype = 'c'
+                AND pg_catalog.pg_get_constraintdef(oid) LIKE '%landed_by%'
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE kafka_lake.batches DROP CONSTRAINT %I', c);
+    END LOOP;
+END
+$$;
+ALTER TABLE kafka_lake.batches
+    ADD CHECK (landed_by IN ('land', 'replay', 'recover', 'readmit', 'compact'));
+
+CREATE FUNCTION kafka_lake.compact(
+    source         text,
+    partition      integer DEFAULT NULL,
+    business_date  date DEFAULT NULL,
+    target_bytes   bigint DEFAULT NULL,
+    target_records integer DEFAULT NULL,
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT status text,
+    OUT batches integer, OUT records integer,
+    OUT first_offset bigint, OUT last_offset bigint, OUT bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_compact'
+LANGUAGE C;
+COMMENT ON FUNCTION kafka_lake.compact(text, integer, date, bigint, integer) IS
+  'Merge runs of small batches of each partition into one batch each; the old directories go when the transaction commits';
+
+CREATE FUNCTION kafka_lake.expire(
+    source      text,
+    before      date DEFAULT NULL,
+    older_than  interval DEFAULT NULL,
+    closed_only boolean DEFAULT false,
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT status text,
+    OUT records integer, OUT min_business_date date, OUT max_business_date date,
+    OUT bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_expire'
+LANGUAGE C;
+COMMENT ON FUNCTION kafka_lake.expire(text, date, interval, boolean) IS
+  'Remove the record files of batches whose business dates are all older than the limit; manifests, coordinates and catalog rows are kept';
+
+-- A function of its own (C symbol kafka_lake_replay_by_time): replay by
+-- offsets keeps its signature and symbol.  No call of the form by offsets
+-- can match this one (its second and third arguments are timestamps, and
+-- its names differ), so named and positional calls of either resolve as
+-- before.
+CREATE FUNCTION kafka_lake.replay(
+    source    text,
+    from_time timestamptz,
+    to_time   timestamptz,
+    partition integer DEFAULT NULL,
+    timeout   interval DEFAULT '30 s',
+    OUT topic text, OUT partition integer, OUT batch_id text, OUT status text,
+    OUT records integer, OUT accepted integer, OUT duplicates integer,
+    OUT quarantined integer, OUT reused integer,
+    OUT first_offset bigint, OUT last_offset bigint, OUT committed_offset bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_replay_by_time'
+LANGUAGE C;
+COMMENT ON FUNCTION kafka_lake.replay(text, timestamptz, timestamptz, integer, interval) IS
+  'Read again the records whose timestamps lie in [from_time, to_time), per partition: land what is not yet durable, report the rest as reused; never commits';
+
+REVOKE ALL ON FUNCTION kafka_lake.compact(text, integer, date, bigint, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kafka_lake.expire(text, date, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kafka_lake.replay(text, timestamptz, timestamptz, integer, interval) FROM PUBLIC;
+
+-- source_status (created by the closing section above) counts the bytes a
+-- partition holds on disk: an expired batch holds its manifest only.  The
+-- view is replaced with the same columns; only bytes_on_disk changes.
+CREATE OR REPLACE VIEW kafka_lake.source_status AS
+    WITH errors AS MATERIALIZED (SELECT * FROM kafka_lake.source_errors()),
+    parts AS (
+        SELECT source_id, topic, partition FROM kafka_lake.partition_state
+        UNION
+        SELECT DISTINCT source_id, topic, partition FROM kafka_lake.batches
+    ),
+    landed AS (
+        SELECT b.source_id, b.topic, b.partition,
+               pg_catalog.count(*) AS batches,
+               pg_catalog.sum(CASE WHEN b.expired_at IS NULL
+                                   THEN b.file_bytes[1] + b.file_bytes[2] + b.file_bytes[3]
+                                   ELSE 0 END
+                              + coalesce(b.manifest_bytes, 0)) AS bytes,
+               pg_catalog.max(b.created_at) AS last_batch_at,
+               pg_catalog.sum(b.accepted_count) AS accepted,
+               pg_catalog.sum(b.duplicate_count) AS duplicates,
+               pg_catalog.sum(b.quarantine_count) AS quarantined,
+               pg_catalog.sum(b.accepted_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS accepted_24h,
+               pg_catalog.sum(b.duplicate_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS duplicates_24h,
+               pg_catalog.sum(b.quarantine_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS quarantined_24h
+        FROM kafka_lake.batches b
+        GROUP BY b.source_id, b.topic, b.partition
+    )
+    SELECT s.source, coalesce(p.topic, s.topic) AS topic, p.partition,
+           CASE WHEN e.failed_at > coalesce(ps.checked_at, '-infinity') THEN 'failed'
+                ELSE ps.last_status END AS last_status,
+           ps.checked_at AS last_call_at,
+           l.last_batch_at,
+           c.committed_offset,
+           ps.low_watermark,
+           ps.high_watermark,
+           ps.high_watermark - coalesce(c.committed_offset, ps.low_watermark) AS lag,
+           coalesce(l.batches, 0) AS batches,
+           coalesce(l.bytes, 0) AS bytes_on_disk,
+           coalesce(l.accepted, 0) AS accepted,
+           coalesce(l.duplicates, 0) AS duplicates,
+           coalesce(l.quarantined, 0) AS quarantined,
+           coalesce(l.accepted_24h, 0) AS accepted_24h,
+           coalesce(l.duplicates_24h, 0) AS duplicates_24h,
+           coalesce(l.quarantined_24h, 0) AS quarantined_24h,
+           (SELECT pg_catalog.min(d.business_date)
+              FROM (SELECT b.min_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0
+                    UNION
+                    SELECT b.max_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0) AS d(business_date)
+             WHERE d.business_date IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings dc
+                                WHERE dc.source_id = p.source_id
+                                  AND dc.business_date = d.business_date
+                                  AND dc.status = 'closed')) AS oldest_open_date,
+           e.sqlstate AS last_error_sqlstate,
+           e.message AS last_error,
+           e.failed_at AS last_error_at
+    FROM kafka_lake.sources s
+    LEFT JOIN parts p ON p.source_id = s.source_id
+    LEFT JOIN kafka_lake.partition_state ps
+           ON ps.source_id = p.source_id AND ps.topic = p.topic AND ps.partition = p.partition
+    LEFT JOIN landed l
+           ON l.source_id = p.source_id AND l.topic = p.topic AND l.partition = p.partition
+    LEFT JOIN LATERAL (
+        SELECT pg_catalog.max(oc.committed_offset) AS committed_offset
+          FROM kafka_lake.offset_commits oc
+         WHERE oc.source_id = p.source_id AND oc.topic = p.topic AND oc.partition = p.partition
+    ) c ON true
+    LEFT JOIN LATERAL (
+        SELECT x.sqlstate, x.message, x.failed_at FROM errors x
+         WHERE x.source_id = s.source_id
+           AND (x.partition IS NULL OR x.partition = p.partition)
+         ORDER BY x.failed_at DESC LIMIT 1
+    ) e ON true;

@@ -44,5 +44,15 @@ SELECT pg_temp.error_of(q)
     ($$SELECT * FROM kafka_lake.gold_as_of(NULL)$$),
     ($$SELECT kafka_lake.event_key(NULL, 'evt-1')$$),
     ($$SELECT kafka_lake.event_key('n63', NULL)$$)) AS t(q);
+-- the landing's life cycle
+SELECT pg_temp.error_of(q)
+  FROM (VALUES
+    ($$SELECT * FROM kafka_lake.compact(NULL)$$),
+    ($$SELECT * FROM kafka_lake.expire(NULL, before => '2026-01-01')$$),
+    ($$SELECT * FROM kafka_lake.expire('n63')$$),
+    ($$SELECT * FROM kafka_lake.expire('n63', before => NULL, older_than => NULL)$$),
+    ($$SELECT * FROM kafka_lake.replay(NULL, from_time => now() - interval '1 hour', to_time => now())$$),
+    ($$SELECT * FROM kafka_lake.replay('n63', from_time => NULL, to_time => now())$$),
+    ($$SELECT * FROM kafka_lake.replay('n63', from_time => now(), to_time => NULL)$$)) AS t(q);
 
 DROP EXTENSION kafka_lake;

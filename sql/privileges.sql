@@ -46,6 +46,12 @@ SELECT pg_temp.error_of(q)
     ($$SELECT * FROM kafka_lake.source_status$$),
     ($$SELECT * FROM kafka_lake.late_event_list()$$),
     ($$SELECT * FROM kafka_lake.source_errors()$$)) AS t(q);
+-- the landing's life cycle
+SELECT pg_temp.error_of(q)
+  FROM (VALUES
+    ($$SELECT * FROM kafka_lake.compact('p_src')$$),
+    ($$SELECT * FROM kafka_lake.expire('p_src', before => '2026-01-01')$$),
+    ($$SELECT * FROM kafka_lake.replay('p_src', from_time => now() - interval '1 hour', to_time => now())$$)) AS t(q);
 
 -- every setting is superuser-only; the prefix is reserved
 SELECT pg_temp.error_of($$SET kafka_lake.landing_dir = '/tmp/elsewhere'$$);

@@ -52,7 +52,9 @@
  * object whose keys before "entries" are known before the first line is
  * written (counts, business dates, the batch id), so it is written as a
  * stream alongside the JSONL files; "files" (each JSONL file's bytes, line
- * count, CRC-32C and SHA-256) comes last, once they are closed.
+ * count, CRC-32C and SHA-256) comes last, once they are closed.  A batch
+ * that compact() made of others also names them ("compacted_from"), and
+ * keeps their manifest entries as they were written (compact.c).
  *
  * READING A LINE: ONE FAST PATH, ONE STRICT FALLBACK
  *
@@ -618,6 +620,18 @@ kl_manifest_append_head(StringInfo doc, const KlBatch *b)
 	kl_append_date(doc, b->has_dates, b->max_date);
 	appendStringInfoString(doc, ",\n  \"business_date_min\": ");
 	kl_append_date(doc, b->has_dates, b->min_date);
+	if (b->ncompacted_from > 0)
+	{
+		/* a compacted batch names the batches it replaced (compact.c) */
+		appendStringInfoString(doc, ",\n  \"compacted_from\": [\n");
+		for (int i = 0; i < b->ncompacted_from; i++)
+		{
+			appendStringInfoString(doc, "    ");
+			kl_json_append_string(doc, b->compacted_from[i], strlen(b->compacted_from[i]));
+			appendStringInfoString(doc, i + 1 < b->ncompacted_from ? ",\n" : "\n");
+		}
+		appendStringInfoString(doc, "  ]");
+	}
 	if (!kl_batch_is_machine_event_v1(b))
 	{
 		/* other contracts than the seed's say which (the seed's tools skip it) */
@@ -926,6 +940,39 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 				b->min_date = date;
 			else
 				b->max_date = date;
+		}
+		else if (KEY_IS(k, "compacted_from"))
+		{
+			KlJsonReader cit;
+			KlJsonValue cv;
+			int			ccap = 0;
+
+			if (v.type != KL_JSON_ARRAY)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid \"compacted_from\"", path)));
+			kl_json_array_open(&cit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+			while (kl_json_array_next(&cit, &cv))
+			{
+				char	   *id = kl_manifest_text(&cv, path, "compacted_from");
+
+				if (id == NULL || strlen(id) != KL_BATCH_ID_LEN)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_CORRUPTED),
+							 errmsg("manifest \"%s\" has an invalid \"compacted_from\"", path)));
+				if (b->ncompacted_from == ccap)
+				{
+					ccap = Max(ccap * 2, 16);
+					b->compacted_from = b->compacted_from ?
+						repalloc(b->compacted_from, sizeof(char *) * ccap) :
+						palloc(sizeof(char *) * ccap);
+				}
+				b->compacted_from[b->ncompacted_from++] = id;
+			}
+			if (cit.error)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" is not valid JSON: %s", path, cit.error)));
 		}
 		else if (KEY_IS(k, "files"))
 		{

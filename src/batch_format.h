@@ -107,13 +107,19 @@ typedef struct KlBatch
 	int			nfingerprints;
 	/* landed */
 	char	   *path;			/* final directory */
-	const char *landed_by;		/* land, replay, recover or readmit */
+	const char *landed_by;		/* land, replay, recover, readmit or compact */
 	/* the contract that judged it (NULL: machine_event_v1 version 1) */
 	const char *contract;
 	int32		contract_version;
 	/* a readmit unit (readmit.c): re-judged records of batch readmit_of */
 	bool		readmit;
 	char		readmit_of[KL_BATCH_ID_LEN + 1];
+	/* the landing's life cycle (compact.c, expire.c) */
+	char	  **compacted_from; /* manifest, compact(): the batches a compacted
+								 * batch replaced */
+	int			ncompacted_from;
+	bool		expired;		/* from the catalog: its record files are gone */
+	TimestampTz expired_at;
 } KlBatch;
 
 /* the directory name of a batch: "batch=<id>", or "readmit=<id>" */

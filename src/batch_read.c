@@ -27,6 +27,13 @@
  * passes a buffer of its own (kl_reader_open_buffer), which is reused from
  * file to file instead of being allocated, faulted in and freed for each.
  *
+ * Batches that are gone on purpose.  The foreign table and the bridge read
+ * no batch whose record files expire() removed: a set of batches that holds
+ * one is refused whole, naming the expired dates (kl_refuse_expired).  A
+ * file that is missing because a compaction or an expiry committed after
+ * the statement's snapshot listed the batch is not damage either: the
+ * latest catalog says which it was (kl_explain_gone).
+ *
  * IDENTIFICATION
  *	  src/batch_read.c
  *
@@ -40,11 +47,14 @@
 
 #include "miscadmin.h"
 #include "storage/fd.h"
+#include "utils/datetime.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "batch_format.h"
 #include "batch_read.h"
 #include "catalog.h"
+#include "catalog_lifecycle.h"
 #include "digest.h"
 #include "landing_files.h"
 
@@ -80,6 +90,117 @@ kl_corrupt_hint(const char *source)
 }
 
 /*
+ * kl_iso_date
+ *		A date as YYYY-MM-DD, whatever the session's DateStyle.
+ */
+static char *
+kl_iso_date(DateADT date)
+{
+	int			y,
+				m,
+				d;
+
+	j2date(date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
+	return psprintf("%04d-%02d-%02d", y, m, d);
+}
+
+/*
+ * kl_refuse_expired
+ *		The foreign table and the bridge read no batch whose record files
+ *		expire() removed: a query or a bridge whose batches include one is
+ *		refused whole (55000), naming the dates, rather than answered with
+ *		what is left.  what says who asks ("query", "bridge").  Does nothing
+ *		for an empty list.
+ */
+void
+kl_refuse_expired(KlSource *src, List *expired, const char *what)
+{
+	const KlBatch *first;
+	bool		dated = false;
+	DateADT		lo = 0;
+	DateADT		hi = 0;
+	TimestampTz when = 0;
+	ListCell   *cell;
+
+	if (expired == NIL)
+		return;
+	first = linitial(expired);
+	foreach(cell, expired)
+	{
+		const KlBatch *b = lfirst(cell);
+
+		when = Max(when, b->expired_at);
+		if (!b->has_dates)
+			continue;
+		lo = dated ? Min(lo, b->min_date) : b->min_date;
+		hi = dated ? Max(hi, b->max_date) : b->max_date;
+		dated = true;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 !dated ?
+			 errmsg("quarantined records of source \"%s\" have expired", src->source) :
+			 lo == hi ?
+			 errmsg("business date %s of source \"%s\" has expired", kl_iso_date(lo), src->source) :
+			 errmsg("business dates %s to %s of source \"%s\" have expired",
+					kl_iso_date(lo), kl_iso_date(hi), src->source),
+			 errdetail("kafka_lake.expire() removed the record files of %d %s this %s needs "
+					   "(the first: batch %s of partition %d, offsets %lld to %lld), the last at %s; "
+					   "their manifests and coordinates are kept, and nothing is returned rather than part of the data.",
+					   list_length(expired), list_length(expired) == 1 ? "batch" : "batches", what,
+					   first->batch_id, first->partition, (long long) first->first_offset,
+					   (long long) first->last_offset, timestamptz_to_str(when)),
+			 strcmp(what, "bridge") == 0 ?
+			 errhint("The gold of an expired date stays readable with kafka_lake.gold_as_of() (kafka_lake.snapshots lists its snapshots); it cannot be bridged again.") :
+			 dated ?
+			 errhint("Restrict the query to business dates after %s (business_date > '%s'), or read the gold of an expired date with kafka_lake.gold_as_of() (kafka_lake.snapshots lists its snapshots).",
+					 kl_iso_date(hi), kl_iso_date(hi)) :
+			 errhint("Restrict the query to records that have not expired, for example with a business_date clause.")));
+}
+
+/*
+ * kl_explain_gone
+ *		A file of a batch that the statement's snapshot lists is missing.  If
+ *		a compaction or an expiry committed since (and removed it at its
+ *		commit), say so: a serialization failure to retry (the compacted
+ *		batch holds the records), or the expired date.  Otherwise return:
+ *		the batch is damaged.  errno is kept for the caller's message.
+ */
+static void
+kl_explain_gone(KlSource *src, const KlBatch *b)
+{
+	int			save = errno;
+	char	   *into = NULL;
+	TimestampTz at = 0;
+
+	switch (kl_catalog_batch_fate(src, b->batch_id, &into, &at))
+	{
+		case KL_FATE_COMPACTED:
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("batch %s of source \"%s\" was compacted while this statement ran",
+							b->batch_id, src->source),
+					 errdetail("kafka_lake.compact() merged it into batch %s and removed its directory once it committed.",
+							   into),
+					 errhint("Run the statement again: it reads the compacted batch.")));
+			break;
+		case KL_FATE_EXPIRED:
+			{
+				KlBatch    *copy = palloc(sizeof(KlBatch));
+
+				memcpy(copy, b, sizeof(KlBatch));
+				copy->expired = true;
+				copy->expired_at = at;
+				kl_refuse_expired(src, list_make1(copy), "statement");
+			}
+			break;
+		case KL_FATE_UNCHANGED:
+			break;
+	}
+	errno = save;
+}
+
+/*
  * kl_reader_open_buffer
  *		Read one file of a batch into *buffer (grown as needed, in the
  *		current memory context, and kept by the caller for the next file)
@@ -109,6 +230,8 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file
 	r->path = path;
 
 	fd = kl_open_landed(path, &not_regular);
+	if (fd < 0 && not_regular == NULL && errno == ENOENT)
+		kl_explain_gone(src, b);
 	if (fd < 0 && not_regular != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -218,6 +341,8 @@ kl_check_manifest(KlSource *src, const KlBatch *b)
 	bool		same;
 
 	pfree(dir);
+	if (fd < 0 && not_regular == NULL && errno == ENOENT)
+		kl_explain_gone(src, b);
 	if (fd < 0 && not_regular != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

@@ -30,6 +30,7 @@ typedef struct KlFileReader
 } KlFileReader;
 
 extern void kl_check_manifest(KlSource *src, const KlBatch *b);
+extern void kl_refuse_expired(KlSource *src, List *expired, const char *what);
 extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file);
 extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 								  char **buffer, size_t *buffer_size);

@@ -3,12 +3,17 @@
  * bridge.c
  *	  The date bridge, kafka_lake.bridge(source, business_date): the
  *	  accepted events of one business date become a content-addressed
- *	  canonical CSV (the adapter version), silver rows, eight quality checks
- *	  and, when every check passes, a new gold snapshot of that date.  This
- *	  file runs the steps, in order; each has a file of its own.
+ *	  canonical CSV (the adapter version), silver rows, quality checks and,
+ *	  when every check passes, a new snapshot of that date publishing each
+ *	  gold of the source.  What the CSV, silver, the checks and the golds
+ *	  are comes from the source's contract and the golds its owners defined
+ *	  (bridge_define.c); machine_event_v1's is the seed's pipeline, one
+ *	  built-in definition run by the same code.  This file runs the steps,
+ *	  in order; each has a file of its own.
  *
  * THE STEPS
  *
+ *	0. the layout, golds and checks of the source (bridge_define.c);
  *	1. lock: one bridge per (source, date) at a time, with a
  *	   transaction-level advisory lock (locks.c).  A second caller waits,
  *	   then sees the first one's committed run and reports it as skipped;
@@ -33,12 +38,15 @@
  *	   write nothing more.  Otherwise a new run_id (a time-ordered UUID) and:
  *	6. silver, pass 2 (bridge_silver.c): the CSV that was hashed, read back;
  *	   each event first of its natural key goes straight into the table (no
- *	   SQL per row), while gold is summed in C per (plant, line, product);
- *	7. the eight quality checks (bridge_checks.c);
- *	8. when all pass, the run is "processed" and gold becomes a new current
- *	   snapshot of the date; otherwise the run is "failed_quality" and gold
- *	   stays as it was (bridge_gold.c).  Gold and snapshot carry the closing
- *	   status: provisional, or reopened for a date that was closed.
+ *	   SQL per row), while each declared gold is summed in C per group of
+ *	   its grain; an owner's SQL gold then runs over the run's silver rows,
+ *	   with its owner's rights (bridge_gold.c);
+ *	7. the quality checks (bridge_checks.c);
+ *	8. when all pass, the run is "processed" and every gold becomes part of
+ *	   a new current snapshot of the date; otherwise the run is
+ *	   "failed_quality" and gold stays as it was (bridge_gold.c).  Gold and
+ *	   snapshot carry the closing status: provisional, or reopened for a
+ *	   date that was closed.
  *
  * close_date() runs the same steps through kl_bridge_create, kl_bridge_gather,
  * kl_bridge_adapter and kl_bridge_process, and decides itself what a
@@ -206,6 +214,7 @@ kl_bridge_gather(KlBridge *b)
 	List	   *batches;
 
 	kl_source_lock(b->src);
+	kl_bridge_define(b);
 	kl_lock_bridge_date(b->src->source_id, b->date);
 	kl_bridge_step_done(b, "lock");
 	kl_bridge_recover(b);
@@ -243,9 +252,11 @@ kl_bridge_process(KlBridge *b, int64 *snapshot_id, bool *has_snapshot)
 	kl_bridge_load_silver(b);
 	kl_bridge_drop_temp(b);
 	kl_bridge_step_done(b, "silver");
+	kl_bridge_compute_golds(b);
+	kl_bridge_step_done(b, "gold");
 	kl_bridge_check(b);
 	kl_bridge_step_done(b, "quality checks");
-	published = (b->passed == KL_NCHECKS);
+	published = (b->passed == b->nchecks);
 	if (published)
 	{
 		*snapshot_id = kl_bridge_publish(b);
@@ -333,9 +344,9 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen)
 		values[4] = CStringGetTextDatum(b->run_id);
 		values[5] = CStringGetTextDatum(published ? "processed" : "failed_quality");
 		values[6] = Int32GetDatum(b->passed);
-		values[7] = Int32GetDatum(KL_NCHECKS);
+		values[7] = Int32GetDatum(b->nchecks);
 		values[8] = Int32GetDatum((int32) Min(b->silver_rows, PG_INT32_MAX));
-		values[9] = Int32GetDatum(published ? b->ngroups : 0);
+		values[9] = Int32GetDatum(published ? b->gold_rows : 0);
 		values[10] = Int64GetDatum(snapshot_id);
 		nulls[10] = !has_snapshot;
 		values[11] = CStringGetTextDatum(published ? "published" : "not_published");

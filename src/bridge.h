@@ -19,14 +19,125 @@
 #include "utils/date.h"
 
 #include "catalog.h"
+#include "contract.h"
 #include "digest.h"
 #include "keyset.h"
 
-#define KL_NCHECKS				8
-#define KL_NEVENT_FIELDS		13	/* the first 13 CSV columns */
+#define KL_NCHECKS				8	/* the built-in checks of machine_event_v1 */
 #define KL_BRIDGE_WRITE_CHUNK	(1024 * 1024)
 #define KL_SILVER_NATTS			20
 #define KL_RUN_ID_LEN			36
+#define KL_NPROVENANCE			6	/* kafka_topic ... kafka_record_fingerprint */
+
+/* How an event field is written in the canonical CSV */
+typedef enum KlFieldKind
+{
+	KL_FIELD_STRING,			/* decoded text */
+	KL_FIELD_INTEGER,			/* decimal */
+	KL_FIELD_NUMBER,			/* as landed */
+	KL_FIELD_BOOLEAN,			/* true / false */
+	KL_FIELD_JSON				/* objects, arrays, several types: the JSON text */
+} KlFieldKind;
+
+/* One event field of the canonical CSV (and a silver column) */
+typedef struct KlBridgeField
+{
+	const char *name;			/* the contract's field, the CSV column */
+	KlFieldKind kind;
+	bool		required;		/* required, and null is not a type of it */
+	bool		date_time;		/* format date-time */
+	const char *sql_type;		/* its silver column */
+	const KlSchema *schema;
+} KlBridgeField;
+
+/*
+ * What a contract makes of the bridge (bridge_define.c): the CSV's columns,
+ * the silver table, the natural key and the field freshness reads.
+ */
+typedef struct KlLayout
+{
+	const KlContract *contract;
+	bool		machine;		/* machine_event_v1: silver_machine_events and
+								 * the seed's checks */
+	int			nfields;		/* event fields, in CSV order */
+	KlBridgeField *fields;
+	int			ncolumns;		/* nfields + KL_NPROVENANCE */
+	const char **column_names;
+	char	   *header;			/* the CSV header line, LF included */
+	int			bd_field;		/* CSV column whose value is the business date
+								 * when the line has no business_date of its
+								 * own; -1 */
+	int			nnk;			/* natural key: CSV columns; 0: the coordinate */
+	int		   *nk;
+	int			fresh_field;	/* first date-time field, -1: none */
+	int			id_field;		/* the event_id field, -1: none */
+	char	   *silver;			/* relname of the silver table */
+	bool		silver_date;	/* silver has a business_date column of its own */
+} KlLayout;
+
+/* A declared metric of a gold */
+typedef enum KlMetricOp
+{
+	KL_METRIC_SUM,
+	KL_METRIC_COUNT,
+	KL_METRIC_MIN,
+	KL_METRIC_MAX,
+	KL_METRIC_AVG,
+	KL_METRIC_RATIO
+} KlMetricOp;
+
+typedef struct KlMetric
+{
+	char	   *name;
+	KlMetricOp	op;
+	int			field;			/* CSV column; -1: count(*) */
+	bool		integer;		/* the field is an integer */
+	int			num;			/* ratio: metric indexes */
+	int			den;
+	int			round;			/* decimals; -1: not rounded */
+	bool		python;			/* Python's round() of the double quotient */
+	const char *sql_type;
+} KlMetric;
+
+/* One metric's running value in one group */
+typedef struct KlAcc
+{
+	int64		ival;			/* integer sums, min, max */
+	int64		count;			/* values seen */
+	Datum		num;			/* numeric sums, min, max of numbers */
+	bool		has;
+} KlAcc;
+
+/* A gold of a source (bridge_define.c), and what one run computed of it */
+typedef struct KlGoldDef
+{
+	char	   *gold;			/* the table kafka_lake.<gold> */
+	bool		builtin;		/* gold_daily_line_metrics */
+	char	   *owner;			/* the role that defined it */
+	int			ngrain;			/* grain fields but business_date */
+	char	  **grain;
+	int		   *grain_field;	/* CSV columns */
+	int			nmetrics;
+	KlMetric   *metrics;
+	char	   *compute;		/* SQL gold: its function, else NULL */
+	/* one run */
+	KlKeySet	keys;
+	int			ngroups;
+	int			groups_cap;
+	char	  **values;			/* ngrain per group */
+	KlAcc	   *acc;			/* nmetrics per group */
+	int			nrows;			/* the gold rows, as text */
+	int			ncols;			/* grain then metrics */
+	char	  **cells;			/* nrows * ncols, NULL for a null */
+} KlGoldDef;
+
+/* An owner's check: SQL whose rows are the violations */
+typedef struct KlOwnerCheck
+{
+	char	   *name;
+	char	   *function;
+	char	   *owner;			/* the role that added it */
+} KlOwnerCheck;
 
 /* A batch that gave events to this date (for provenance.json) */
 typedef struct KlUsedBatch
@@ -37,18 +148,6 @@ typedef struct KlUsedBatch
 	int64		last_offset;
 	int64		events;
 } KlUsedBatch;
-
-/* One gold row being summed */
-typedef struct KlGoldGroup
-{
-	char	   *plant_id;
-	char	   *line_id;
-	char	   *product_code;
-	int64		units;
-	int64		defects;
-	int64		cycle_sum;
-	int64		events;
-} KlGoldGroup;
 
 /* One quality check's outcome */
 typedef struct KlCheck
@@ -102,20 +201,25 @@ typedef struct KlBridge
 	char	   *transform_path; /* the file pass 2 reads */
 	bool		adapter_created;
 
+	/* what the contract makes of it (bridge_define.c) */
+	KlLayout   *layout;
+	List	   *golds;			/* KlGoldDef */
+	List	   *owner_checks;	/* KlOwnerCheck */
+
 	/* the run */
 	char		run_id[KL_RUN_ID_LEN + 1];
 	int64		silver_inserted;
 	int64		silver_duplicates;
-	KlGoldGroup *groups;
-	int			ngroups;
-	int			groups_cap;
+	int			gold_rows;		/* of every gold */
 	char	   *header_seen;	/* the CSV header as read back */
 
 	/* timing of the steps, reported at DEBUG1 */
 	TimestampTz step_start;
 
 	/* the checks */
-	KlCheck		checks[KL_NCHECKS];
+	KlCheck    *checks;
+	int			nchecks;
+	int			checks_cap;
 	int			passed;
 	int64		silver_rows;	/* observed in SQL */
 } KlBridge;
@@ -159,6 +263,13 @@ extern void kl_bridge_place_adapter(KlBridge *b);
 extern void kl_bridge_record_adapter(KlBridge *b);
 extern void kl_bridge_drop_temp(KlBridge *b);
 
+/* in bridge_define.c */
+extern void kl_bridge_define(KlBridge *b);
+extern KlLayout *kl_layout_for(const KlSource *src, const KlContract *c);
+extern void kl_silver_ensure(const KlSource *src, const KlContract *c);
+extern char *kl_silver_expected(const KlLayout *lay);
+extern void kl_bridge_drop_definitions(int32 source_id, const char *source);
+
 /* in bridge_silver.c */
 extern const KlSilverColumn kl_silver_columns[KL_SILVER_NATTS];
 extern void kl_bridge_load_silver(KlBridge *b);
@@ -175,5 +286,6 @@ extern void kl_bridge_reopened(KlBridge *b, int64 snapshot_id);
 extern bool kl_bridge_find_processed_run(KlBridge *b, KlPriorRun *prior);
 extern int64 kl_bridge_publish(KlBridge *b);
 extern bool kl_bridge_reject(KlBridge *b, int64 *snapshot_id);
+extern void kl_bridge_compute_golds(KlBridge *b);
 
 #endif							/* KAFKA_LAKE_BRIDGE_H */

@@ -139,6 +139,7 @@ kl_bridge_write(KlBridge *b, KlSha256 *sha, StringInfo buf)
 {
 	const char *p = buf->data;
 	size_t		left = buf->len;
+	int64		start = b->csv_bytes;
 
 	kl_sha256_update(sha, p, left);
 	b->csv_bytes += left;
@@ -160,6 +161,13 @@ kl_bridge_write(KlBridge *b, KlSha256 *sha, StringInfo buf)
 		p += n;
 		left -= n;
 	}
+
+	/*
+	 * Start writing these bytes back now, without waiting: the fsync at the
+	 * end then finds little left to write, instead of the whole file.
+	 */
+	if (buf->len > 0)
+		pg_flush_data(b->tmp_fd, (off_t) start, (off_t) buf->len);
 	resetStringInfo(buf);
 }
 

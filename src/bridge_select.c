@@ -18,14 +18,25 @@
  * close_date() bridges, except what lies at or past a partition's mark (a
  * batch wholly past it is not opened).  No event
  * is ERROR P0002, and nothing was written (the temporary file is created at
- * the first selected event).
+ * the first selected event).  A date with a batch whose record files
+ * expire() removed is refused (55000) before anything is read.
  *
- * The natural keys.  A set of (work_order_id, machine_id, event_time as an
- * instant) (keyset.c, through its prefetch pipeline) marks the first event
- * of each key in a bitmap, one bit per selected event: pass 2 loads only
- * those into silver, and their count is what row_count_source_to_silver
- * expects.  freshness_business_date counts here the events whose event_time
- * is not written within one day of the date.
+ * The columns are the contract's (its layout, bridge_define.c): its fields
+ * in its "columns" order, the event_id and schema_version fields last, then
+ * the Kafka provenance; for machine_event_v1 exactly the seed's.  A field is
+ * written by its kind: strings decoded, integers in decimal, other numbers
+ * and booleans as landed, objects, arrays and fields of several types as
+ * their landed JSON text, null or absent as an empty field.
+ *
+ * The natural keys.  A set of the contract's natural key (machine_event_v1:
+ * work_order_id, machine_id, event_time; a date-time part as an instant)
+ * (keyset.c, through its prefetch pipeline) marks the first event of each
+ * key in a bitmap, one bit per selected event: pass 2 loads only those into
+ * silver, and their count is what row_count_source_to_silver expects.  A
+ * contract without natural key dedupes by coordinate: every event is first.
+ * freshness_business_date counts here the events whose first date-time
+ * field (machine_event_v1: event_time) is not written within one day of
+ * the date.
  *
  * IDENTIFICATION
  *	  src/bridge_select.c
@@ -51,38 +62,41 @@
 
 /*
  * kl_bridge_check_contracts
- *		The bridge reads events of machine_event_v1 (its canonical CSV,
- *		silver and gold are that contract's): a source that lands with
- *		another contract, and a date with batches another contract judged or
- *		with records readmit() re-admitted, are refused (0A000) before
- *		anything is written.
+ *		The CSV's columns are those of the source's contract: a date with
+ *		batches that another contract judged (a source moved from one
+ *		contract to another by alter_source), or with records readmit()
+ *		re-admitted, is refused (0A000) before anything is written.  Versions
+ *		of the source's contract mix: a field an older version lacks is an
+ *		empty field.
  */
 static void
 kl_bridge_check_contracts(KlBridge *b, List *batches)
 {
 	ListCell   *cell;
+	bool		machine = b->layout->machine;
 
-	if (strcmp(b->src->contract, KL_MACHINE_EVENT_V1) != 0 || b->src->contract_version != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("bridge() reads machine_event_v1 events, and source \"%s\" lands with contract \"%s\" version %d",
-						b->src->source, b->src->contract, b->src->contract_version),
-				 errhint("Query its events through kafka_lake.%s_events; bridge a source of contract machine_event_v1.",
-						 b->src->source)));
 	foreach(cell, batches)
 	{
 		KlBatch    *batch = lfirst(cell);
+		bool		same;
 
-		if (batch->readmit || !kl_batch_is_machine_event_v1(batch))
+		if (machine)
+			same = kl_batch_is_machine_event_v1(batch);
+		else
+			same = batch->contract != NULL &&
+				strcmp(batch->contract, b->layout->contract->name) == 0;
+		if (batch->readmit || !same)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("business date %s of source \"%s\" has %s",
 							b->date_text, b->src->source,
 							batch->readmit ? "records that readmit() re-admitted" :
 							psprintf("a batch judged by contract \"%s\" version %d",
-									 batch->contract, batch->contract_version)),
-					 errdetail("Batch %s of partition %d.", batch->batch_id, batch->partition),
-					 errhint("bridge() reads batches that machine_event_v1 judged as they landed; query the others through kafka_lake.%s_events.",
+									 batch->contract ? batch->contract : KL_MACHINE_EVENT_V1,
+									 batch->contract ? batch->contract_version : 1)),
+					 errdetail("Batch %s of partition %d; the source lands with contract \"%s\".",
+							   batch->batch_id, batch->partition, b->layout->contract->name),
+					 errhint("bridge() reads batches that the source's contract judged as they landed; query the others through kafka_lake.%s_events.",
 							 b->src->source)));
 	}
 }
@@ -111,6 +125,21 @@ kl_bridge_scan(KlBridge *b)
 	batches = kl_catalog_scan_batches(b->src, &bounds, KL_BATCH_WANT_FINGERPRINTS,
 									  &b->total_batches);
 	PopActiveSnapshot();
+
+	/* a date whose records expired is refused, not bridged from what is left */
+	{
+		List	   *expired = NIL;
+		ListCell   *cell;
+
+		foreach(cell, batches)
+		{
+			KlBatch    *batch = lfirst(cell);
+
+			if (batch->expired && batch->counts[KL_FILE_ACCEPTED] > 0)
+				expired = lappend(expired, batch);
+		}
+		kl_refuse_expired(b->src, expired, "bridge");
+	}
 	kl_bridge_check_contracts(b, batches);
 	return batches;
 }
@@ -167,21 +196,6 @@ kl_json_int(const KlJsonValue *v, const char *name)
 }
 
 /*
- * kl_natural_key
- *		The natural key (work_order_id, machine_id, event_time as an instant)
- *		as bytes.
- */
-static void
-kl_natural_key(StringInfo key, const char *wo, size_t wo_len,
-			   const char *machine, size_t machine_len, TimestampTz event_time)
-{
-	resetStringInfo(key);
-	kl_keyset_append_part(key, wo, wo_len);
-	kl_keyset_append_part(key, machine, machine_len);
-	appendBinaryStringInfo(key, (const char *) &event_time, sizeof(event_time));
-}
-
-/*
  * kl_bridge_below_marks
  *		Does a closing of the date select this coordinate?  A closing
  *		(close.c) selects only what lies below each partition's mark; a
@@ -208,6 +222,63 @@ kl_mark_first_seen(void *arg, int64 event)
 }
 
 /*
+ * kl_field_value
+ *		One event field as the CSV writes it (see the file header).
+ */
+static inline void
+kl_field_value(const KlBridgeField *fd, const KlJsonValue *v, StringInfo scratch,
+			   KlCsvValue *out)
+{
+	out->is_null = false;
+	out->is_int = false;
+	if (v->type == KL_JSON_NULL)
+	{
+		out->is_null = true;
+		out->len = 0;
+		return;
+	}
+	switch (fd->kind)
+	{
+		case KL_FIELD_STRING:
+			kl_json_text(v, scratch, &out->str, &out->len, fd->name);
+			break;
+		case KL_FIELD_INTEGER:
+			out->is_int = true;
+			out->ival = kl_json_int(v, fd->name);
+			break;
+		case KL_FIELD_NUMBER:
+			if (v->type != KL_JSON_NUMBER)
+				kl_bad_line(psprintf("event field \"%s\" is not a number", fd->name));
+			out->str = v->start;
+			out->len = v->len;
+			break;
+		case KL_FIELD_BOOLEAN:
+			if (v->type != KL_JSON_TRUE && v->type != KL_JSON_FALSE)
+				kl_bad_line(psprintf("event field \"%s\" is not a boolean", fd->name));
+			out->str = v->start;
+			out->len = v->len;
+			break;
+		case KL_FIELD_JSON:
+			out->str = v->start;
+			out->len = v->len;
+			break;
+	}
+}
+
+/*
+ * kl_field_instant
+ *		A date-time field as an instant, and the day it is written in.
+ */
+static void
+kl_field_instant(const KlBridgeField *fd, const KlCsvValue *v, TimestampTz *instant,
+				 DateADT *written_day)
+{
+	if (kl_parse_iso_timestamp(v->str, (int) v->len, true, instant,
+							   written_day) != KL_ISO_VALID)
+		kl_bad_line(psprintf("%s is not an ISO-8601 timestamp with a time zone", fd->name));
+}
+
+/*
  * kl_bridge_select
  *		Pass 1.  Every accepted event of the date, in (partition, offset)
  *		order, becomes one canonical CSV line, written to a temporary file
@@ -222,14 +293,27 @@ kl_bridge_select(KlBridge *b, List *batches)
 	MemoryContext keys_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge keys",
 												   ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
-	const char *field_names[KL_NEVENT_FIELDS];
-	StringInfoData scratch[KL_NEVENT_FIELDS + 1];
+	const KlLayout *lay = b->layout;
+	int			nf = lay->nfields;
+	int			ncol = lay->ncolumns;
+	int			c_topic = nf,
+				c_partition = nf + 1,
+				c_offset = nf + 2,
+				c_key = nf + 3,
+				c_timestamp = nf + 4,
+				c_fingerprint = nf + 5;
+	const char **field_names = palloc(sizeof(char *) * Max(nf, 1));
+	StringInfoData *scratch = palloc(sizeof(StringInfoData) * (nf + 1));
 	StringInfoData out;
 	StringInfoData key;
 	KlLine		line;
 	KlSha256   *sha = kl_sha256_create();
 	KlKeySet	keys;
-	KlCsvValue	values[KL_CSV_NCOLUMNS];
+	KlCsvValue *values = palloc0(sizeof(KlCsvValue) * ncol);
+	TimestampTz *instants = palloc(sizeof(TimestampTz) * Max(nf, 1));
+	DateADT    *written = palloc(sizeof(DateADT) * Max(nf, 1));
+	bool	   *parsed = palloc(sizeof(bool) * Max(nf, 1));
+	int			want = lay->machine ? KL_WANT_KAFKA : (KL_WANT_KAFKA | KL_WANT_IDS);
 	char		date_json[13];
 	char		fingerprint[KL_SHA256_HEX_LEN + 1];
 	int64		capacity = 0;
@@ -237,11 +321,11 @@ kl_bridge_select(KlBridge *b, List *batches)
 	uint8		digest[KL_SHA256_LEN];
 	ListCell   *cell;
 
-	for (int i = 0; i < KL_NEVENT_FIELDS; i++)
-		field_names[i] = kl_csv_columns[i];
+	for (int i = 0; i < nf; i++)
+		field_names[i] = lay->fields[i].name;
 	memset(&line, 0, sizeof(line));
-	kl_line_set_fields(&line, KL_NEVENT_FIELDS, field_names);
-	for (int i = 0; i <= KL_NEVENT_FIELDS; i++)
+	kl_line_set_fields(&line, nf, field_names);
+	for (int i = 0; i <= nf; i++)
 		initStringInfo(&scratch[i]);
 	initStringInfo(&out);
 	enlargeStringInfo(&out, KL_BRIDGE_WRITE_CHUNK + 64 * 1024);
@@ -249,18 +333,15 @@ kl_bridge_select(KlBridge *b, List *batches)
 	snprintf(date_json, sizeof(date_json), "\"%s\"", b->date_text);
 	foreach(cell, batches)
 		capacity += ((KlBatch *) lfirst(cell))->counts[KL_FILE_ACCEPTED];
-	kl_keyset_create(&keys, keys_cxt, capacity);
+	if (lay->nnk > 0)
+		kl_keyset_create(&keys, keys_cxt, capacity);
 
-	memset(values, 0, sizeof(values));
-	values[KL_CSV_KAFKA_TOPIC].str = b->src->topic;
-	values[KL_CSV_KAFKA_TOPIC].len = strlen(b->src->topic);
-	values[KL_CSV_KAFKA_RECORD_FINGERPRINT].str = fingerprint;
-	values[KL_CSV_KAFKA_RECORD_FINGERPRINT].len = KL_SHA256_HEX_LEN;
-	for (int i = KL_CSV_UNITS_PRODUCED; i <= KL_CSV_CYCLE_TIME_MS; i++)
-		values[i].is_int = true;
-	values[KL_CSV_SCHEMA_VERSION].is_int = true;
-	values[KL_CSV_KAFKA_PARTITION].is_int = true;
-	values[KL_CSV_KAFKA_OFFSET].is_int = true;
+	values[c_topic].str = b->src->topic;
+	values[c_topic].len = strlen(b->src->topic);
+	values[c_fingerprint].str = fingerprint;
+	values[c_fingerprint].len = KL_SHA256_HEX_LEN;
+	values[c_partition].is_int = true;
+	values[c_offset].is_int = true;
 
 	foreach(cell, batches)
 	{
@@ -281,28 +362,35 @@ kl_bridge_select(KlBridge *b, List *batches)
 		while (kl_reader_next(&reader, &text, &len))
 		{
 			const KlJsonValue *f = line.fields;
-			TimestampTz instant;
-			DateADT		written_day;
+			const KlJsonValue *bd;
 			int			idx;
 
 			if ((reader.lineno & 1023) == 0)
 				CHECK_FOR_INTERRUPTS();
-			kl_line_parse(&line, text, len, KL_WANT_KAFKA);
+			kl_line_parse(&line, text, len, want);
 
 			/* only events of the date, and not demoted coordinates */
-			if (f[KL_CSV_BUSINESS_DATE].type != KL_JSON_STRING)
-				kl_bad_line("event field \"business_date\" is not a string");
-			if (!f[KL_CSV_BUSINESS_DATE].has_escapes)
+			if (line.has_ids)
+				bd = &line.business_date;
+			else if (lay->bd_field >= 0)
+				bd = &f[lay->bd_field];
+			else
 			{
-				if (f[KL_CSV_BUSINESS_DATE].len != 12 ||
-					memcmp(f[KL_CSV_BUSINESS_DATE].start, date_json, 12) != 0)
+				kl_bad_line("the line has no business_date");
+				bd = NULL;		/* keep compiler quiet */
+			}
+			if (bd->type != KL_JSON_STRING)
+				kl_bad_line("event field \"business_date\" is not a string");
+			if (!bd->has_escapes)
+			{
+				if (bd->len != 12 || memcmp(bd->start, date_json, 12) != 0)
 					continue;
 			}
 			else
 			{
-				resetStringInfo(&scratch[KL_CSV_BUSINESS_DATE]);
-				kl_json_decode_string(&f[KL_CSV_BUSINESS_DATE], &scratch[KL_CSV_BUSINESS_DATE]);
-				if (strcmp(scratch[KL_CSV_BUSINESS_DATE].data, b->date_text) != 0)
+				resetStringInfo(&scratch[nf]);
+				kl_json_decode_string(bd, &scratch[nf]);
+				if (strcmp(scratch[nf].data, b->date_text) != 0)
 					continue;
 			}
 			if (!kl_bridge_below_marks(b, batch->partition, line.offset))
@@ -315,47 +403,37 @@ kl_bridge_select(KlBridge *b, List *batches)
 				continue;
 
 			/* the CSV line */
-			for (int i = 0; i < KL_NEVENT_FIELDS; i++)
+			for (int i = 0; i < nf; i++)
 			{
-				if (values[i].is_int)
-					values[i].ival = kl_json_int(&f[i], kl_csv_columns[i]);
-				else
-					kl_json_text(&f[i], &scratch[i], &values[i].str, &values[i].len,
-								 kl_csv_columns[i]);
+				kl_field_value(&lay->fields[i], &f[i], &scratch[i], &values[i]);
+				parsed[i] = false;
 			}
-			values[KL_CSV_KAFKA_PARTITION].ival = batch->partition;
-			values[KL_CSV_KAFKA_OFFSET].ival = line.offset;
-			values[KL_CSV_KAFKA_KEY].is_null = false;
+			values[c_partition].ival = batch->partition;
+			values[c_offset].ival = line.offset;
+			values[c_key].is_null = false;
 			if (line.key.type == KL_JSON_STRING)
-				kl_json_text(&line.key, &scratch[KL_NEVENT_FIELDS],
-							 &values[KL_CSV_KAFKA_KEY].str, &values[KL_CSV_KAFKA_KEY].len, "key");
+				kl_json_text(&line.key, &scratch[nf],
+							 &values[c_key].str, &values[c_key].len, "key");
 			else if (line.key_base64.type == KL_JSON_STRING)
-				kl_json_text(&line.key_base64, &scratch[KL_NEVENT_FIELDS],
-							 &values[KL_CSV_KAFKA_KEY].str, &values[KL_CSV_KAFKA_KEY].len,
+				kl_json_text(&line.key_base64, &scratch[nf],
+							 &values[c_key].str, &values[c_key].len,
 							 "key_base64");
 			else
-				values[KL_CSV_KAFKA_KEY].is_null = true;
-			values[KL_CSV_KAFKA_TIMESTAMP_MS].is_int = (line.timestamp_ms >= 0);
-			values[KL_CSV_KAFKA_TIMESTAMP_MS].is_null = (line.timestamp_ms < 0);
-			values[KL_CSV_KAFKA_TIMESTAMP_MS].ival = line.timestamp_ms;
+				values[c_key].is_null = true;
+			values[c_timestamp].is_int = (line.timestamp_ms >= 0);
+			values[c_timestamp].is_null = (line.timestamp_ms < 0);
+			values[c_timestamp].ival = line.timestamp_ms;
 			kl_hex(batch->fingerprints + (Size) idx * KL_SHA256_LEN, KL_SHA256_LEN, fingerprint);
 
 			if (b->tmp_path == NULL)
 			{
 				kl_bridge_open_csv(b);
-				appendStringInfoString(&out, kl_csv_header);
+				appendStringInfoString(&out, lay->header);
 			}
-			kl_csv_append_row(&out, values);
+			kl_csv_append_values(&out, values, ncol);
 			if (out.len >= KL_BRIDGE_WRITE_CHUNK)
 				kl_bridge_write(b, sha, &out);
 
-			/* source-side check numbers: natural keys, freshness */
-			if (kl_parse_iso_timestamp(values[KL_CSV_EVENT_TIME].str,
-									   (int) values[KL_CSV_EVENT_TIME].len, true,
-									   &instant, &written_day) != KL_ISO_VALID)
-				kl_bad_line("event_time is not an ISO-8601 timestamp with a time zone");
-			kl_natural_key(&key, values[KL_CSV_WORK_ORDER_ID].str, values[KL_CSV_WORK_ORDER_ID].len,
-						   values[KL_CSV_MACHINE_ID].str, values[KL_CSV_MACHINE_ID].len, instant);
 			if (b->selected / 8 >= b->first_seen_cap)
 			{
 				int64		cap = Max(b->first_seen_cap * 2, 8192);
@@ -366,19 +444,76 @@ kl_bridge_select(KlBridge *b, List *batches)
 				memset(b->first_seen + b->first_seen_cap, 0, cap - b->first_seen_cap);
 				b->first_seen_cap = cap;
 			}
-			kl_keyset_push(&keys, key.data, key.len, b->selected, kl_mark_first_seen, b);
-			if (written_day < b->date - 1 || written_day > b->date + 1)
+
+			/* source-side check numbers: natural keys, freshness */
+			if (lay->fresh_field >= 0 && !values[lay->fresh_field].is_null)
 			{
-				if (b->stale_events++ == 0)
-					b->stale_example =
-						MemoryContextStrdup(b->cxt,
-											psprintf("event %.*s at partition %d offset %lld has event_time %.*s",
-													 (int) Min(values[KL_CSV_EVENT_ID].len, 200),
-													 values[KL_CSV_EVENT_ID].str,
-													 batch->partition, (long long) line.offset,
-													 (int) Min(values[KL_CSV_EVENT_TIME].len, 64),
-													 values[KL_CSV_EVENT_TIME].str));
+				int			ff = lay->fresh_field;
+
+				kl_field_instant(&lay->fields[ff], &values[ff], &instants[ff], &written[ff]);
+				parsed[ff] = true;
+				if (written[ff] < b->date - 1 || written[ff] > b->date + 1)
+				{
+					if (b->stale_events++ == 0)
+					{
+						const KlCsvValue *id = lay->id_field >= 0 ? &values[lay->id_field] : NULL;
+						char		idbuf[24];
+						const char *id_text = "";
+						int			id_len = 0;
+
+						if (id && id->is_int)
+						{
+							snprintf(idbuf, sizeof(idbuf), INT64_FORMAT, id->ival);
+							id_text = idbuf;
+							id_len = strlen(idbuf);
+						}
+						else if (id && !id->is_null)
+						{
+							id_text = id->str;
+							id_len = (int) Min(id->len, 200);
+						}
+						b->stale_example =
+							MemoryContextStrdup(b->cxt,
+												psprintf("event %.*s at partition %d offset %lld has %s %.*s",
+														 id_len, id_text,
+														 batch->partition, (long long) line.offset,
+														 lay->fields[ff].name,
+														 (int) Min(values[ff].len, 64),
+														 values[ff].str));
+					}
+				}
 			}
+			if (lay->nnk > 0)
+			{
+				resetStringInfo(&key);
+				for (int k = 0; k < lay->nnk; k++)
+				{
+					int			c = lay->nk[k];
+					const KlCsvValue *v = &values[c];
+
+					if (v->is_null)
+					{
+						uint32		l = PG_UINT32_MAX;
+
+						appendBinaryStringInfo(&key, (const char *) &l, sizeof(l));
+					}
+					else if (lay->fields[c].date_time)
+					{
+						if (!parsed[c])
+							kl_field_instant(&lay->fields[c], v, &instants[c], &written[c]);
+						parsed[c] = true;
+						appendBinaryStringInfo(&key, (const char *) &instants[c],
+											   sizeof(TimestampTz));
+					}
+					else if (v->is_int)
+						appendBinaryStringInfo(&key, (const char *) &v->ival, sizeof(int64));
+					else
+						kl_keyset_append_part(&key, v->str, v->len);
+				}
+				kl_keyset_push(&keys, key.data, key.len, b->selected, kl_mark_first_seen, b);
+			}
+			else
+				kl_mark_first_seen(b, b->selected);
 
 			/* provenance */
 			if (used == NULL)
@@ -409,8 +544,13 @@ kl_bridge_select(KlBridge *b, List *batches)
 		MemoryContextSwitchTo(b->cxt);
 		MemoryContextReset(batch_cxt);
 	}
-	kl_keyset_drain(&keys, kl_mark_first_seen, b);
-	b->distinct_keys = keys.count;
+	if (lay->nnk > 0)
+	{
+		kl_keyset_drain(&keys, kl_mark_first_seen, b);
+		b->distinct_keys = keys.count;
+	}
+	else
+		b->distinct_keys = b->selected;
 	MemoryContextDelete(keys_cxt);
 	ereport(DEBUG1,
 			(errmsg_internal("kafka_lake bridge of \"%s\" %s: %lld accepted lines read, %lld of them parsed strictly",

@@ -2,7 +2,7 @@
  *
  * bridge_silver.c
  *	  Step 6 of the bridge, pass 2: silver from the CSV that was hashed, and
- *	  gold summed in C per (plant, line, product).
+ *	  the declared metrics of each gold computed in C per group of its grain.
  *
  * The CSV is read back the way the seed's pipeline reads its input file,
  * so the transform sees exactly the bytes that source_hash names; each
@@ -14,8 +14,13 @@
  * a value once per heap block), in chunks of KL_SILVER_CHUNK.  Silver is
  * appended (no free-space-map search: silver is append-only, and a run's
  * rows stay together).  The tuples are built for the installed layout of
- * silver_machine_events, which is checked first
- * (kl_bridge_check_silver_layout).
+ * the silver table (silver_machine_events, or the source's own), which is
+ * checked first (kl_bridge_check_silver_layout); each CSV column goes to
+ * the column of its name, read by its type: text, integers, dates and
+ * timestamps directly, other types (numeric, jsonb, boolean, ...) by their
+ * input function.  A declared gold's groups are kept in C (keyset.c) and
+ * its metrics summed as the rows go by: integers in int64 (an overflow is
+ * an ERROR), other numbers as numeric, read as silver stores them.
  *
  * IDENTIFICATION
  *	  src/bridge_silver.c
@@ -38,6 +43,9 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+#include "parser/parse_type.h"
 #include "utils/timestamp.h"
 
 #include "bridge.h"
@@ -74,30 +82,83 @@ const KlSilverColumn kl_silver_columns[KL_SILVER_NATTS] = {
 };
 
 /*
- * kl_bridge_check_silver_layout
+ * kl_silver_layout_error
  *		The direct insert below builds tuples for the installed layout of
- *		silver_machine_events; refuse a table that differs.
+ *		the silver table; a table that differs is refused.
  */
 static void
-kl_bridge_check_silver_layout(Relation rel)
+kl_silver_layout_error(const char *relname, bool machine)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("table kafka_lake.%s does not have the columns the bridge writes", relname),
+			 errdetail(machine ? "Its columns or their types were changed after the extension was installed." :
+					   "Its columns or their types were changed, or the source's contract changed its fields since the table was created."),
+			 machine ? errhint("Restore the table's definition from the kafka_lake install script.") :
+			 errhint("Rename or drop kafka_lake.%s; the next bridge() creates it again from the contract.",
+					 relname)));
+}
+
+/*
+ * kl_bridge_check_silver_layout
+ *		machine_event_v1's silver_machine_events has the seed's columns; a
+ *		source's own silver table has those its contract gives.
+ */
+static void
+kl_bridge_check_silver_layout(Relation rel, const KlLayout *lay)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	bool		ok = (desc->natts == KL_SILVER_NATTS);
+	int			want = 1 + (lay->silver_date ? 1 : 0) + lay->ncolumns;
 
-	for (int i = 0; ok && i < KL_SILVER_NATTS; i++)
+	if (lay->machine)
+	{
+		bool		ok = (desc->natts == KL_SILVER_NATTS);
+
+		for (int i = 0; ok && i < KL_SILVER_NATTS; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (att->attisdropped || att->atttypid != kl_silver_columns[i].type ||
+				strcmp(NameStr(att->attname), kl_silver_columns[i].name) != 0)
+				ok = false;
+		}
+		if (!ok)
+			kl_silver_layout_error(lay->silver, true);
+		return;
+	}
+	if (desc->natts != want)
+		kl_silver_layout_error(lay->silver, false);
+	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *name;
+		Oid			type;
+		int32		typmod;
+		int			pos = i;
 
-		if (att->attisdropped || att->atttypid != kl_silver_columns[i].type ||
-			strcmp(NameStr(att->attname), kl_silver_columns[i].name) != 0)
-			ok = false;
+		if (pos == 0)
+		{
+			name = "run_id";
+			type = TEXTOID;
+		}
+		else if (lay->silver_date && pos == 1)
+		{
+			name = "business_date";
+			type = DATEOID;
+		}
+		else
+		{
+			int			c = pos - 1 - (lay->silver_date ? 1 : 0);
+
+			name = lay->column_names[c];
+			if (c < lay->nfields)
+				parseTypeString(lay->fields[c].sql_type, &type, &typmod, false);
+			else
+				type = kl_silver_columns[14 + (c - lay->nfields)].type;
+		}
+		if (att->attisdropped || att->atttypid != type || strcmp(NameStr(att->attname), name) != 0)
+			kl_silver_layout_error(lay->silver, false);
 	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table kafka_lake.silver_machine_events does not have the columns the bridge writes"),
-				 errdetail("Its columns or their types were changed after the extension was installed."),
-				 errhint("Restore the table's definition from the kafka_lake install script.")));
 }
 
 /*
@@ -105,7 +166,7 @@ kl_bridge_check_silver_layout(Relation rel)
  *		An integer field of the CSV read back.
  */
 static int64
-kl_csv_int(KlCsvReader *r, const char *s, int len, int column)
+kl_csv_int(KlCsvReader *r, const char *s, int len, const char *column)
 {
 	int64		v;
 
@@ -113,72 +174,170 @@ kl_csv_int(KlCsvReader *r, const char *s, int len, int column)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("CSV file \"%s\" has an invalid %s at record %lld",
-						r->path, kl_csv_columns[column], (long long) r->records)));
+						r->path, column, (long long) r->records)));
 	return v;
 }
 
-/*
- * kl_text_datum
- *		A text datum of a CSV field.
- */
-static inline Datum
-kl_text_datum(const char *s, int len)
+/* How a CSV field becomes a silver column */
+typedef enum KlConv
 {
-	return PointerGetDatum(cstring_to_text_with_len(s, len));
-}
+	KL_CONV_TEXT,
+	KL_CONV_INT8,
+	KL_CONV_INT4,
+	KL_CONV_DATE,
+	KL_CONV_TIMESTAMPTZ,
+	KL_CONV_INPUT				/* the type's input function */
+} KlConv;
+
+typedef struct KlSilverMap
+{
+	int			att;			/* silver column (0-based); -1: none */
+	KlConv		conv;
+	bool		empty_is_text;	/* a required string: empty is '' */
+	FmgrInfo	in;
+	Oid			ioparam;
+	int32		typmod;
+} KlSilverMap;
 
 /*
  * kl_gold_add
- *		Add one silver row to its gold group.
+ *		Add one silver row to its group of each declared gold.
  */
 static void
-kl_gold_add(KlBridge *b, KlKeySet *groups, StringInfo key, char **f, int *lens,
-			int64 units, int64 defects, int64 cycle_ms)
+kl_gold_add(KlBridge *b, KlGoldDef *g, StringInfo key, char **f, int *lens,
+			const int64 *ivals, const Datum *nums)
 {
 	int32	   *group;
-	KlGoldGroup *g;
+	KlAcc	   *acc;
 	bool		is_new;
 
 	resetStringInfo(key);
-	kl_keyset_append_part(key, f[KL_CSV_PLANT_ID], lens[KL_CSV_PLANT_ID]);
-	kl_keyset_append_part(key, f[KL_CSV_LINE_ID], lens[KL_CSV_LINE_ID]);
-	kl_keyset_append_part(key, f[KL_CSV_PRODUCT_CODE], lens[KL_CSV_PRODUCT_CODE]);
-	group = kl_keyset_add(groups, key->data, key->len, &is_new);
+	for (int i = 0; i < g->ngrain; i++)
+	{
+		int			c = g->grain_field[i];
+		const KlBridgeField *fd = &b->layout->fields[c];
+
+		if (lens[c] == 0 && !fd->required)
+		{
+			uint32		l = PG_UINT32_MAX;
+
+			appendBinaryStringInfo(key, (const char *) &l, sizeof(l));
+		}
+		else if (fd->date_time)
+		{
+			/* one instant, one group, however it is written */
+			TimestampTz t;
+
+			if (!kl_parse_event_time(f[c], lens[c], &t))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("CSV field %s is not an ISO-8601 timestamp with a time zone", fd->name)));
+			appendBinaryStringInfo(key, (const char *) &t, sizeof(t));
+		}
+		else if (fd->kind == KL_FIELD_NUMBER)
+		{
+			/* one value, one group: 5 and 5.0 are one number, as silver has it */
+			char	   *n = numeric_normalize(DatumGetNumeric(nums[c]));
+
+			kl_keyset_append_part(key, n, strlen(n));
+		}
+		else
+			kl_keyset_append_part(key, f[c], lens[c]);
+	}
+	group = kl_keyset_add(&g->keys, key->data, key->len, &is_new);
 	if (is_new)
 	{
 		MemoryContext old = MemoryContextSwitchTo(b->cxt);
 
-		if (b->ngroups == b->groups_cap)
+		if (g->ngroups == g->groups_cap)
 		{
-			b->groups_cap = Max(b->groups_cap * 2, 16);
-			b->groups = b->groups ? repalloc_huge(b->groups, sizeof(KlGoldGroup) * b->groups_cap) :
-				palloc_extended(sizeof(KlGoldGroup) * b->groups_cap, MCXT_ALLOC_HUGE);
+			g->groups_cap = Max(g->groups_cap * 2, 16);
+			if (g->acc)
+			{
+				g->values = repalloc_huge(g->values, sizeof(char *) * Max(g->ngrain, 1) * g->groups_cap);
+				g->acc = repalloc_huge(g->acc, sizeof(KlAcc) * g->nmetrics * g->groups_cap);
+			}
+			else
+			{
+				g->values = palloc_extended(sizeof(char *) * Max(g->ngrain, 1) * g->groups_cap,
+											MCXT_ALLOC_HUGE);
+				g->acc = palloc_extended(sizeof(KlAcc) * g->nmetrics * g->groups_cap,
+										 MCXT_ALLOC_HUGE);
+			}
 		}
-		g = &b->groups[b->ngroups];
-		memset(g, 0, sizeof(*g));
-		g->plant_id = pnstrdup(f[KL_CSV_PLANT_ID], lens[KL_CSV_PLANT_ID]);
-		g->line_id = pnstrdup(f[KL_CSV_LINE_ID], lens[KL_CSV_LINE_ID]);
-		g->product_code = pnstrdup(f[KL_CSV_PRODUCT_CODE], lens[KL_CSV_PRODUCT_CODE]);
-		*group = b->ngroups++;
+		for (int i = 0; i < g->ngrain; i++)
+		{
+			int			c = g->grain_field[i];
+			char	   *v;
+
+			if (lens[c] == 0 && !b->layout->fields[c].required)
+				v = NULL;
+			else if (b->layout->fields[c].kind == KL_FIELD_NUMBER)
+				v = DatumGetCString(DirectFunctionCall1(numeric_out, nums[c]));
+			else
+				v = pnstrdup(f[c], lens[c]);
+			g->values[g->ngroups * Max(g->ngrain, 1) + i] = v;
+		}
+		memset(&g->acc[g->ngroups * g->nmetrics], 0, sizeof(KlAcc) * g->nmetrics);
+		*group = g->ngroups++;
 		MemoryContextSwitchTo(old);
 	}
-	g = &b->groups[*group];
-	if (pg_add_s64_overflow(g->units, units, &g->units) ||
-		pg_add_s64_overflow(g->defects, defects, &g->defects) ||
-		pg_add_s64_overflow(g->cycle_sum, cycle_ms, &g->cycle_sum))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("gold sums of plant \"%s\", line \"%s\", product \"%s\" on %s are out of range for bigint",
-						g->plant_id, g->line_id, g->product_code, b->date_text),
-				 errhint("Check the units_produced, defect_count and cycle_time_ms of that day's events.")));
-	g->events++;
+	acc = &g->acc[*group * g->nmetrics];
+	for (int m = 0; m < g->nmetrics; m++)
+	{
+		const KlMetric *mt = &g->metrics[m];
+		KlAcc	   *a = &acc[m];
+		int			c = mt->field;
+
+		if (mt->op == KL_METRIC_RATIO)
+			continue;
+		if (c >= 0 && lens[c] == 0)
+			continue;			/* a null counts nowhere */
+		a->count++;
+		if (mt->op == KL_METRIC_COUNT)
+			continue;
+		if (mt->integer)
+		{
+			int64		v = ivals[c];
+
+			if (mt->op == KL_METRIC_SUM || mt->op == KL_METRIC_AVG)
+			{
+				if (pg_add_s64_overflow(a->ival, v, &a->ival))
+					ereport(ERROR,
+							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							 errmsg("metric \"%s\" of gold \"%s\" on %s is out of range for bigint",
+									mt->name, g->gold, b->date_text),
+							 errhint("Check the %s of that day's events.", b->layout->fields[c].name)));
+			}
+			else if (!a->has || (mt->op == KL_METRIC_MIN ? v < a->ival : v > a->ival))
+				a->ival = v;
+		}
+		else
+		{
+			MemoryContext old = MemoryContextSwitchTo(b->cxt);
+			Datum		v = nums[c];
+			Datum		prev = a->num;
+
+			if (mt->op == KL_METRIC_SUM || mt->op == KL_METRIC_AVG)
+				a->num = a->has ? DirectFunctionCall2(numeric_add, a->num, v) : datumCopy(v, false, -1);
+			else if (!a->has ||
+					 (mt->op == KL_METRIC_MIN ?
+					  DatumGetInt32(DirectFunctionCall2(numeric_cmp, v, a->num)) < 0 :
+					  DatumGetInt32(DirectFunctionCall2(numeric_cmp, v, a->num)) > 0))
+				a->num = datumCopy(v, false, -1);
+			if (a->has && a->num != prev)
+				pfree(DatumGetPointer(prev));
+			MemoryContextSwitchTo(old);
+		}
+		a->has = true;
+	}
 }
 
 /*
  * kl_bridge_load_silver
  *		Pass 2: read the CSV back; insert each event that pass 1 found first
- *		of its natural key into silver, and add it to its gold group (plant,
- *		line, product).
+ *		of its natural key into silver, and add it to its group of each
+ *		declared gold.
  */
 void
 kl_bridge_load_silver(KlBridge *b)
@@ -186,26 +345,94 @@ kl_bridge_load_silver(KlBridge *b)
 	MemoryContext groups_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge gold groups",
 													 ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
+	const KlLayout *lay = b->layout;
+	int			ncol = lay->ncolumns;
 	KlBulkInsert w;
 	Relation	rel;
+	TupleDesc	desc;
 	KlCsvReader r;
-	KlKeySet	groups;
 	StringInfoData key;
-	char	   *f[KL_CSV_NCOLUMNS];
-	int			lens[KL_CSV_NCOLUMNS];
+	char	  **f = palloc(sizeof(char *) * (ncol + 1));
+	int		   *lens = palloc(sizeof(int) * (ncol + 1));
+	int64	   *ivals = palloc0(sizeof(int64) * ncol);
+	Datum	   *nums = palloc0(sizeof(Datum) * ncol);
+	bool	   *need_num = palloc0(sizeof(bool) * ncol);
+	KlSilverMap *map = palloc0(sizeof(KlSilverMap) * ncol);
 	int			n;
+	int			natts;
+	int			date_att = -1;
 	int64		event = 0;
 	Datum		run_id = CStringGetTextDatum(b->run_id);
+	ListCell   *cell;
+	List	   *declared = NIL;
 
 	initStringInfo(&key);
-	kl_keyset_create(&groups, groups_cxt, 64);
-	rel = table_open(kl_catalog_relid("silver_machine_events"), RowExclusiveLock);
-	kl_bridge_check_silver_layout(rel);
+	foreach(cell, b->golds)
+	{
+		KlGoldDef  *g = lfirst(cell);
+
+		if (g->compute != NULL)
+			continue;
+		kl_keyset_create(&g->keys, groups_cxt, 64);
+		declared = lappend(declared, g);
+		for (int m = 0; m < g->nmetrics; m++)
+			if (g->metrics[m].field >= 0 && !g->metrics[m].integer &&
+				g->metrics[m].op != KL_METRIC_COUNT)
+				need_num[g->metrics[m].field] = true;
+		for (int i = 0; i < g->ngrain; i++)
+			if (lay->fields[g->grain_field[i]].kind == KL_FIELD_NUMBER)
+				need_num[g->grain_field[i]] = true;
+	}
+	rel = table_open(kl_catalog_relid(lay->silver), RowExclusiveLock);
+	kl_bridge_check_silver_layout(rel, lay);
+	desc = RelationGetDescr(rel);
+	natts = desc->natts;
+	for (int c = 0; c < ncol; c++)
+	{
+		map[c].att = -1;
+		for (int a = 0; a < natts; a++)
+			if (strcmp(NameStr(TupleDescAttr(desc, a)->attname), lay->column_names[c]) == 0)
+				map[c].att = a;
+		if (map[c].att >= 0)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, map[c].att);
+			Oid			infunc;
+
+			switch (att->atttypid)
+			{
+				case TEXTOID:
+					map[c].conv = KL_CONV_TEXT;
+					break;
+				case INT8OID:
+					map[c].conv = KL_CONV_INT8;
+					break;
+				case INT4OID:
+					map[c].conv = KL_CONV_INT4;
+					break;
+				case DATEOID:
+					map[c].conv = KL_CONV_DATE;
+					break;
+				case TIMESTAMPTZOID:
+					map[c].conv = KL_CONV_TIMESTAMPTZ;
+					break;
+				default:
+					map[c].conv = KL_CONV_INPUT;
+					getTypeInputInfo(att->atttypid, &infunc, &map[c].ioparam);
+					fmgr_info_cxt(infunc, &map[c].in, b->cxt);
+					map[c].typmod = att->atttypmod;
+					break;
+			}
+			map[c].empty_is_text = (c < lay->nfields && lay->fields[c].required &&
+									map[c].conv == KL_CONV_TEXT);
+		}
+	}
+	if (lay->silver_date)
+		date_att = 1;
 	kl_bulk_open(&w, rel, KL_SILVER_CHUNK, TABLE_INSERT_SKIP_FSM, b->cxt);
 	kl_csv_open(&r, b->transform_path);
 
 	/* the header, kept for the schema_drift check */
-	n = kl_csv_next(&r, f, lens, KL_CSV_NCOLUMNS);
+	n = kl_csv_next(&r, f, lens, ncol + 1);
 	if (n < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -224,22 +451,21 @@ kl_bridge_load_silver(KlBridge *b)
 		b->header_seen = h.data;
 	}
 
-	while ((n = kl_csv_next(&r, f, lens, KL_CSV_NCOLUMNS)) >= 0)
+	while ((n = kl_csv_next(&r, f, lens, ncol)) >= 0)
 	{
 		TupleTableSlot *slot;
 		Datum	   *v;
 		bool	   *isnull;
-		TimestampTz event_time;
-		DateADT		business_date;
-		int64		units,
-					defects,
-					cycle_ms;
+		Size		text_room;
+		char	   *texts;
 
-		if (n != KL_CSV_NCOLUMNS)
+		if ((r.records & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (n != ncol)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("CSV file \"%s\" has %d fields at record %lld, not %d",
-							r.path, n, (long long) r.records, KL_CSV_NCOLUMNS)));
+							r.path, n, (long long) r.records, ncol)));
 		/* the first occurrence of a natural key wins (decided in pass 1) */
 		if (event >= b->selected)
 			ereport(ERROR,
@@ -254,61 +480,99 @@ kl_bridge_load_silver(KlBridge *b)
 		}
 		event++;
 
-		if (!kl_parse_event_time(f[KL_CSV_EVENT_TIME], lens[KL_CSV_EVENT_TIME], &event_time) ||
-			!kl_parse_iso_date(f[KL_CSV_BUSINESS_DATE], lens[KL_CSV_BUSINESS_DATE], &business_date))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("CSV file \"%s\" has an invalid event_time or business_date at record %lld",
-							r.path, (long long) r.records)));
-
-		units = kl_csv_int(&r, f[KL_CSV_UNITS_PRODUCED], lens[KL_CSV_UNITS_PRODUCED],
-						   KL_CSV_UNITS_PRODUCED);
-		defects = kl_csv_int(&r, f[KL_CSV_DEFECT_COUNT], lens[KL_CSV_DEFECT_COUNT],
-							 KL_CSV_DEFECT_COUNT);
-		cycle_ms = kl_csv_int(&r, f[KL_CSV_CYCLE_TIME_MS], lens[KL_CSV_CYCLE_TIME_MS],
-							  KL_CSV_CYCLE_TIME_MS);
-		kl_gold_add(b, &groups, &key, f, lens, units, defects, cycle_ms);
-
 		/* the silver row */
 		MemoryContextSwitchTo(w.rows_cxt);
 		slot = kl_bulk_next_slot(&w);
 		v = slot->tts_values;
 		isnull = slot->tts_isnull;
-		memset(isnull, false, sizeof(bool) * KL_SILVER_NATTS);
+		memset(isnull, true, sizeof(bool) * natts);
 		v[0] = run_id;
-		v[1] = kl_text_datum(f[KL_CSV_EVENT_ID], lens[KL_CSV_EVENT_ID]);
-		v[2] = TimestampTzGetDatum(event_time);
-		v[3] = DateADTGetDatum(business_date);
-		v[4] = kl_text_datum(f[KL_CSV_PLANT_ID], lens[KL_CSV_PLANT_ID]);
-		v[5] = kl_text_datum(f[KL_CSV_LINE_ID], lens[KL_CSV_LINE_ID]);
-		v[6] = kl_text_datum(f[KL_CSV_WORK_ORDER_ID], lens[KL_CSV_WORK_ORDER_ID]);
-		v[7] = kl_text_datum(f[KL_CSV_MACHINE_ID], lens[KL_CSV_MACHINE_ID]);
-		v[8] = kl_text_datum(f[KL_CSV_PRODUCT_CODE], lens[KL_CSV_PRODUCT_CODE]);
-		v[9] = kl_text_datum(f[KL_CSV_OPERATION], lens[KL_CSV_OPERATION]);
-		v[10] = Int64GetDatum(units);
-		v[11] = Int64GetDatum(defects);
-		v[12] = Int64GetDatum(cycle_ms);
-		v[13] = Int32GetDatum((int32) kl_csv_int(&r, f[KL_CSV_SCHEMA_VERSION],
-												 lens[KL_CSV_SCHEMA_VERSION],
-												 KL_CSV_SCHEMA_VERSION));
-		v[14] = kl_text_datum(f[KL_CSV_KAFKA_TOPIC], lens[KL_CSV_KAFKA_TOPIC]);
-		v[15] = Int32GetDatum((int32) kl_csv_int(&r, f[KL_CSV_KAFKA_PARTITION],
-												 lens[KL_CSV_KAFKA_PARTITION],
-												 KL_CSV_KAFKA_PARTITION));
-		v[16] = Int64GetDatum(kl_csv_int(&r, f[KL_CSV_KAFKA_OFFSET], lens[KL_CSV_KAFKA_OFFSET],
-										 KL_CSV_KAFKA_OFFSET));
-		if (lens[KL_CSV_KAFKA_KEY] == 0)
-			isnull[17] = true;
-		else
-			v[17] = kl_text_datum(f[KL_CSV_KAFKA_KEY], lens[KL_CSV_KAFKA_KEY]);
-		if (lens[KL_CSV_KAFKA_TIMESTAMP_MS] == 0)
-			isnull[18] = true;
-		else
-			v[18] = Int64GetDatum(kl_csv_int(&r, f[KL_CSV_KAFKA_TIMESTAMP_MS],
-											 lens[KL_CSV_KAFKA_TIMESTAMP_MS],
-											 KL_CSV_KAFKA_TIMESTAMP_MS));
-		v[19] = kl_text_datum(f[KL_CSV_KAFKA_RECORD_FINGERPRINT],
-							  lens[KL_CSV_KAFKA_RECORD_FINGERPRINT]);
+		isnull[0] = false;
+		if (date_att >= 0)
+		{
+			v[date_att] = DateADTGetDatum(b->date);
+			isnull[date_att] = false;
+		}
+		/* the text values of the row, in one allocation */
+		text_room = 0;
+		for (int c = 0; c < ncol; c++)
+			if (map[c].conv == KL_CONV_TEXT && (lens[c] > 0 || map[c].empty_is_text))
+				text_room += INTALIGN(VARHDRSZ + lens[c]);
+		texts = text_room ? palloc(text_room) : NULL;
+		for (int c = 0; c < ncol; c++)
+		{
+			const KlSilverMap *m = &map[c];
+			const char *s = f[c];
+			int			len = lens[c];
+			int			a = m->att;
+			Datum		d = (Datum) 0;
+
+			if (len == 0 && !m->empty_is_text)
+				continue;
+			switch (m->conv)
+			{
+				case KL_CONV_TEXT:
+					SET_VARSIZE(texts, VARHDRSZ + len);
+					memcpy(VARDATA(texts), s, len);
+					d = PointerGetDatum(texts);
+					texts += INTALIGN(VARHDRSZ + len);
+					break;
+				case KL_CONV_INT8:
+					ivals[c] = kl_csv_int(&r, s, len, lay->column_names[c]);
+					d = Int64GetDatum(ivals[c]);
+					break;
+				case KL_CONV_INT4:
+					ivals[c] = kl_csv_int(&r, s, len, lay->column_names[c]);
+					if (ivals[c] < PG_INT32_MIN || ivals[c] > PG_INT32_MAX)
+						ereport(ERROR,
+								(errcode(ERRCODE_DATA_CORRUPTED),
+								 errmsg("CSV file \"%s\" has an invalid %s at record %lld",
+										r.path, lay->column_names[c], (long long) r.records)));
+					d = Int32GetDatum((int32) ivals[c]);
+					break;
+				case KL_CONV_DATE:
+					{
+						DateADT		day;
+
+						if (!kl_parse_iso_date(s, len, &day))
+							ereport(ERROR,
+									(errcode(ERRCODE_DATA_CORRUPTED),
+									 errmsg("CSV file \"%s\" has an invalid %s at record %lld",
+											r.path, lay->column_names[c], (long long) r.records)));
+						d = DateADTGetDatum(day);
+					}
+					break;
+				case KL_CONV_TIMESTAMPTZ:
+					{
+						TimestampTz t;
+
+						if (!kl_parse_event_time(s, len, &t))
+							ereport(ERROR,
+									(errcode(ERRCODE_DATA_CORRUPTED),
+									 errmsg("CSV file \"%s\" has an invalid %s at record %lld",
+											r.path, lay->column_names[c], (long long) r.records)));
+						d = TimestampTzGetDatum(t);
+					}
+					break;
+				case KL_CONV_INPUT:
+					d = InputFunctionCall((FmgrInfo *) &m->in, (char *) s, m->ioparam, m->typmod);
+					break;
+			}
+			if (c < lay->nfields && lay->fields[c].kind == KL_FIELD_INTEGER &&
+				m->conv != KL_CONV_INT8 && m->conv != KL_CONV_INT4)
+				ivals[c] = kl_csv_int(&r, s, len, lay->column_names[c]);
+			if (need_num[c])
+				nums[c] = (a >= 0 && TupleDescAttr(desc, a)->atttypid == NUMERICOID) ? d :
+					DirectFunctionCall3(numeric_in, CStringGetDatum(s), ObjectIdGetDatum(InvalidOid),
+										Int32GetDatum(-1));
+			if (a >= 0)
+			{
+				v[a] = d;
+				isnull[a] = false;
+			}
+		}
+		foreach(cell, declared)
+			kl_gold_add(b, lfirst(cell), &key, f, lens, ivals, nums);
 		MemoryContextSwitchTo(b->cxt);
 		kl_bulk_add(&w);
 		b->silver_inserted++;
@@ -321,10 +585,18 @@ kl_bridge_load_silver(KlBridge *b)
 	kl_bulk_close(&w);
 	table_close(rel, RowExclusiveLock);
 	kl_csv_close(&r);
+	foreach(cell, declared)
+	{
+		KlGoldDef  *g = lfirst(cell);
+
+		ereport(DEBUG1,
+				(errmsg_internal("kafka_lake bridge of \"%s\" %s: %d groups of gold %s",
+								 b->src->source, b->date_text, g->ngroups, g->gold)));
+	}
 	MemoryContextDelete(groups_cxt);
 	ereport(DEBUG1,
-			(errmsg_internal("kafka_lake bridge of \"%s\" %s: %lld silver rows, %lld events skipped as repeated natural keys, %d gold groups",
+			(errmsg_internal("kafka_lake bridge of \"%s\" %s: %lld silver rows, %lld events skipped as repeated natural keys",
 							 b->src->source, b->date_text, (long long) b->silver_inserted,
-							 (long long) b->silver_duplicates, b->ngroups)));
+							 (long long) b->silver_duplicates)));
 	MemoryContextSwitchTo(old);
 }

@@ -88,12 +88,14 @@
  * the index should fit in shared_buffers.
  *
  * Every statement on the catalog is here, or in catalog_bridge.c for the
- * bridge's own tables, catalog_close.c for the certificates of closed dates
- * and catalog_status.c for partition_state: callers get C structs (KlSource, KlBatch, ...) and
- * never see SQL.  kafka_lake.batches in particular has one reader,
- * kl_catalog_scan_batches, for the foreign table, the bridge, recover() and
- * verify().  What must go faster than SQL allows (the accepted event_ids of
- * a landing) goes straight to the table (bulk_insert.c), still here.
+ * bridge's own tables, catalog_close.c for the certificates of closed dates,
+ * catalog_status.c for partition_state and catalog_lifecycle.c for
+ * compaction and expiry: callers get C structs (KlSource, KlBatch, ...) and
+ * never see SQL.  kafka_lake.batches in particular has one reader of whole
+ * batches, kl_catalog_scan_batches, for the foreign table, the bridge,
+ * recover(), verify() and compact().  What must go faster than SQL allows
+ * (the accepted event_ids of a landing) goes straight to the table
+ * (bulk_insert.c), still here.
  *
  * IDENTIFICATION
  *	  src/catalog.c
@@ -126,6 +128,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
 #include "batch_format.h"
@@ -1017,6 +1020,18 @@ kl_catalog_has_manifest_checks(void)
 }
 
 /*
+ * kl_catalog_has_lifecycle
+ *		Does kafka_lake.batches record compactions and expiries (version 1.1
+ *		on)?  A database still at 1.0 has neither: nothing in it is
+ *		compacted or expired.
+ */
+bool
+kl_catalog_has_lifecycle(void)
+{
+	return get_attnum(kl_catalog_relid("batches"), "expired_at") != InvalidAttrNumber;
+}
+
+/*
  * kl_catalog_insert_batch
  *		Record a landed batch: its row in batches and its coordinates.
  */
@@ -1334,7 +1349,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
-					 " b.record_count, %s, %s"
+					 " b.record_count, %s, %s, %s"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1353,6 +1368,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 kl_catalog_has_contracts() ?
 					 "b.contract, b.contract_version, b.kind = 'readmit', b.readmit_of" :
 					 "NULL::text, NULL::integer, false, NULL::text",
+					 kl_catalog_has_lifecycle() ? "b.expired_at" : "NULL::timestamptz",
 					 files.data);
 
 	cs = kl_catalog_begin();
@@ -1456,6 +1472,12 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 		d = SPI_getbinval(tup, desc, 25, &isnull);
 		if (!isnull)
 			text_to_cstring_buffer(DatumGetTextPP(d), b->readmit_of, sizeof(b->readmit_of));
+		d = SPI_getbinval(tup, desc, 26, &isnull);
+		if (!isnull)
+		{
+			b->expired = true;
+			b->expired_at = DatumGetTimestampTz(d);
+		}
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}

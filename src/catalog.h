@@ -97,6 +97,7 @@ extern void kl_catalog_reserve_identities(KlSource *src, int32 partition, KlIden
 extern void kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids);
 extern void kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs);
 extern bool kl_catalog_has_manifest_checks(void);
+extern bool kl_catalog_has_lifecycle(void);
 extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,
 									const KlRecord *recs, int n);
 extern void kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset,

@@ -2,14 +2,14 @@
  *
  * catalog_bridge.c
  *	  The bridge's own tables of the catalog: adapter_versions, runs,
- *	  quality_results, snapshots and gold_daily_line_metrics, and what the
- *	  quality checks ask SQL about silver_machine_events.
+ *	  quality_results, snapshots and the gold tables, and what the quality
+ *	  checks ask SQL about silver.
  *
  * As in catalog.c, every statement runs in a catalog section
  * (kl_catalog_begin: as the extension's owner, search_path pinned) and the
  * bridge's phases get C values, never SQL.  Rows go in with one statement
- * each, several rows as arrays through unnest(): a run has eight check
- * results and a date a few gold rows, so no per-row SQL is worth avoiding
+ * each, several rows as arrays through unnest(): a run has a few check
+ * results and a date's gold few rows, so no per-row SQL is worth avoiding
  * here (silver is written by bridge_silver.c, straight to the table).
  *
  * IDENTIFICATION
@@ -25,6 +25,16 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/syscache.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 
 #include "bridge.h"
 #include "catalog.h"
@@ -63,21 +73,6 @@ kl_text_array(char **items, int n)
 	for (int i = 0; i < n; i++)
 		d[i] = CStringGetTextDatum(items[i]);
 	return PointerGetDatum(construct_array(d, n, TEXTOID, -1, false, TYPALIGN_INT));
-}
-
-/*
- * kl_int8_array
- *		An int8[] of a member of the gold groups.
- */
-static Datum
-kl_int8_array(KlBridge *b, size_t member_offset)
-{
-	Datum	   *d = palloc(sizeof(Datum) * Max(b->ngroups, 1));
-
-	for (int i = 0; i < b->ngroups; i++)
-		d[i] = Int64GetDatum(*(int64 *) ((char *) &b->groups[i] + member_offset));
-	return PointerGetDatum(construct_array(d, b->ngroups, INT8OID, 8, FLOAT8PASSBYVAL,
-										   TYPALIGN_DOUBLE));
 }
 
 /*
@@ -212,85 +207,177 @@ kl_catalog_processed_run(KlBridge *b, KlPriorRun *prior)
 }
 
 /*
- * kl_catalog_silver_numbers
- *		What SQL says of a run's silver rows, for the quality checks
- *		(bridge_checks.c): one scan gives every number but the exact count
- *		of duplicate natural keys, and the installed columns of silver from
- *		pg_attribute.
+ * kl_catalog_check_query
+ *		Run one query of the quality checks over a run's silver rows ($1 is
+ *		the run_id) and return its one row as text (ncols values, NULL for a
+ *		null).  The planner cannot know that the new run has a million rows
+ *		(the statistics predate them) and would sort them to group: the
+ *		query hashes them instead, in memory.
  */
-void
-kl_catalog_silver_numbers(const char *run_id, KlSilverNumbers *out)
+char **
+kl_catalog_check_query(const char *sql, const char *run_id, int *ncols)
 {
+	MemoryContext caller = CurrentMemoryContext;
 	KlCatalogSave cs;
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(run_id)};
 	int			gucs;
+	char	  **out;
 
-	/*
-	 * One scan of the run's silver rows gives every number but the exact
-	 * count of duplicate natural keys.  For that one, distinct 64-bit hashes
-	 * of the keys prove that the keys are distinct (sorting a million
-	 * integers is cheap); only when two hashes meet, which duplicates or a
-	 * rare collision cause, are the keys themselves grouped.  The planner
-	 * cannot know that the new run has a million rows (the statistics
-	 * predate them) and would sort them to group: hash them instead, in
-	 * memory.
-	 */
 	gucs = NewGUCNestLevel();
 	(void) set_config_option("work_mem", "262144", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT count(*),"
-							  " coalesce(sum(units_produced), 0)::text,"
-							  " coalesce(sum(defect_count), 0)::text,"
-							  " count(*) FILTER (WHERE num_nulls(event_id, event_time, business_date,"
-							  "   plant_id, line_id, work_order_id, machine_id, product_code, operation,"
-							  "   units_produced, defect_count, cycle_time_ms, schema_version, kafka_topic,"
-							  "   kafka_partition, kafka_offset, kafka_record_fingerprint) > 0),"
-							  " count(*) FILTER (WHERE operation IS NULL OR operation NOT IN"
-							  "   ('assembly', 'inspection', 'packaging', 'welding', 'machining', 'calibration')),"
-							  " count(*) FILTER (WHERE NOT (units_produced >= 0 AND defect_count >= 0"
-							  "   AND defect_count <= units_produced AND cycle_time_ms > 0"
-							  "   AND schema_version = 1)),"
-							  " count(DISTINCT pg_catalog.hash_record_extended("
-							  "   ROW(work_order_id, machine_id, event_time), 0))"
-							  " FROM kafka_lake.silver_machine_events WHERE run_id = $1",
-							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not check kafka_lake.silver_machine_events");
-	out->rows = kl_spi_int8(1);
-	out->units = pstrdup(kl_spi_text(2));
-	out->defects = pstrdup(kl_spi_text(3));
-	out->bad_nulls = kl_spi_int8(4);
-	out->bad_operations = kl_spi_int8(5);
-	out->bad_ranges = kl_spi_int8(6);
-	out->duplicate_rows = 0;
-	if (kl_spi_int8(7) != out->rows)
+	if (SPI_execute_with_args(sql, 1, types, values, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not check the silver rows of run %s", run_id);
+	*ncols = SPI_tuptable->tupdesc->natts;
+	out = MemoryContextAlloc(caller, sizeof(char *) * *ncols);
+	for (int i = 0; i < *ncols; i++)
 	{
-		if (SPI_execute_with_args("SELECT coalesce(sum(n - 1), 0)::bigint FROM"
-								  " (SELECT count(*) AS n FROM kafka_lake.silver_machine_events"
-								  "   WHERE run_id = $1"
-								  "   GROUP BY work_order_id, machine_id, event_time"
-								  "   HAVING count(*) > 1) d",
-								  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not check kafka_lake.silver_machine_events");
-		out->duplicate_rows = kl_spi_int8(1);
-	}
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1);
 
-	if (SPI_execute("SELECT string_agg(format('%s %s%s', a.attname,"
-					"   pg_catalog.format_type(a.atttypid, a.atttypmod),"
-					"   CASE WHEN a.attnotnull THEN ' not null' ELSE '' END), ', ' ORDER BY a.attnum)"
-					" FROM pg_catalog.pg_attribute a"
-					" WHERE a.attrelid = 'kafka_lake.silver_machine_events'::pg_catalog.regclass"
-					" AND a.attnum > 0 AND NOT a.attisdropped",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the columns of kafka_lake.silver_machine_events");
-	out->columns = pstrdup(kl_spi_text(1));
+		out[i] = v ? MemoryContextStrdup(caller, v) : NULL;
+	}
 	kl_catalog_end(cs);
 	AtEOXact_GUC(true, gucs);
+	return out;
+}
 
+/*
+ * kl_catalog_silver_columns
+ *		A table's columns as pg_attribute has them: "name type[ not null]",
+ *		comma-separated (the schema_drift check).
+ */
+char *
+kl_catalog_silver_columns(const char *relname)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	KlCatalogSave cs;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(kl_catalog_relid(relname))};
+	char	   *columns;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT string_agg(format('%s %s%s', a.attname,"
+							  "   pg_catalog.format_type(a.atttypid, a.atttypmod),"
+							  "   CASE WHEN a.attnotnull THEN ' not null' ELSE '' END), ', ' ORDER BY a.attnum)"
+							  " FROM pg_catalog.pg_attribute a"
+							  " WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped",
+							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the columns of kafka_lake.%s", relname);
+	columns = MemoryContextStrdup(caller, kl_spi_text(1));
+	kl_catalog_end(cs);
+	return columns;
+}
+
+/*
+ * kl_catalog_definer_begin
+ *		Enter a catalog section that runs an owner's function (a SQL gold's
+ *		or an owner's check) with the rights of the role that defined it.
+ *
+ *		The role owns its function, so it may have made it SECURITY INVOKER,
+ *		given it to another role or changed its settings since: run as it
+ *		then is, its SQL would have the rights of whoever bridges (a
+ *		superuser's pg_cron job).  So the function must still be what
+ *		define_gold() or add_check() made of it (SECURITY DEFINER, owned by
+ *		the role the catalog names, search_path pinned), else the bridge
+ *		refuses; and the call itself runs as that role, security-restricted,
+ *		whatever the function says.  kl_catalog_end leaves the section.
+ */
+KlCatalogSave
+kl_catalog_definer_begin(const char *function, const char *owner)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Oid			role = get_role_oid(owner, true);
+	Oid			fn;
+	const char *wrong = NULL;
+	KlCatalogSave cs;
+
+	fn = LookupFuncName(list_make2(makeString("kafka_lake"), makeString(pstrdup(function))),
+						1, argtypes, true);
+	if (!OidIsValid(role))
+		wrong = "the role that defined it no longer exists";
+	else if (!OidIsValid(fn))
+		wrong = "it no longer exists";
+	else
+	{
+		HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+		Form_pg_proc proc;
+		bool		isnull;
+		Datum		config;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for function %u", fn);
+		proc = (Form_pg_proc) GETSTRUCT(tup);
+		config = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_proconfig, &isnull);
+		if (!proc->prosecdef)
+			wrong = "it is no longer SECURITY DEFINER";
+		else if (proc->proowner != role)
+			wrong = "its owner is no longer the role that defined it";
+		else
+		{
+			Datum	   *elems = NULL;
+			int			nelems = 0;
+
+			if (!isnull)
+				deconstruct_array(DatumGetArrayTypeP(config), TEXTOID, -1, false,
+								  TYPALIGN_INT, &elems, NULL, &nelems);
+			if (nelems != 1 ||
+				strcmp(TextDatumGetCString(elems[0]), "search_path=pg_catalog, pg_temp") != 0)
+				wrong = "its settings are no longer search_path = pg_catalog, pg_temp alone";
+		}
+		ReleaseSysCache(tup);
+	}
+	if (wrong)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("function kafka_lake.%s(text) is not as role \"%s\" defined it: %s",
+						function, owner, wrong),
+				 errdetail("bridge() runs an owner's SQL only through the SECURITY DEFINER function define_gold() or add_check() made, owned by the role that defined it, with search_path = pg_catalog, pg_temp; nothing was published."),
+				 errhint("A superuser can restore it: ALTER FUNCTION kafka_lake.%s(text) SECURITY DEFINER RESET ALL SET search_path = pg_catalog, pg_temp; ALTER FUNCTION kafka_lake.%s(text) OWNER TO %s;",
+						 function, function, quote_identifier(owner))));
+
+	cs = kl_catalog_begin();
+	SetUserIdAndSecContext(role, cs.sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	return cs;
+}
+
+/*
+ * kl_catalog_owner_check
+ *		Run an owner's check function over the run (with the rights of the
+ *		role that defined it): the number of rows it returns, and the first
+ *		few as text.
+ */
+int64
+kl_catalog_owner_check(const char *function, const char *owner, const char *run_id, char **first)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	KlCatalogSave cs;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(run_id)};
+	StringInfoData rows;
+	int64		n;
+
+	cs = kl_catalog_definer_begin(function, owner);
+	if (SPI_execute_with_args(psprintf("SELECT r FROM kafka_lake.%s($1) r", quote_identifier(function)),
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not run check function kafka_lake.%s", function);
+	n = (int64) SPI_processed;
+	MemoryContextSwitchTo(caller);
+	initStringInfo(&rows);
+	for (uint64 i = 0; i < SPI_processed && i < 3; i++)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+		appendStringInfo(&rows, "%s%s", i ? "; " : "", v ? v : "NULL");
+	}
+	*first = rows.data;
+	kl_catalog_end(cs);
+	return n;
 }
 
 /*
@@ -308,11 +395,12 @@ kl_catalog_record_run(KlBridge *b, const char *status, int gold_rows, bool has_s
 	Oid			qtypes[6] = {TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
 	TEXTARRAYOID};
 	Datum		qvalues[6];
-	char	   *names[KL_NCHECKS];
-	char	   *expected[KL_NCHECKS];
-	char	   *observed[KL_NCHECKS];
-	char	   *detail[KL_NCHECKS];
-	Datum		passed[KL_NCHECKS];
+	int			nchecks = b->nchecks;
+	char	  **names = palloc(sizeof(char *) * Max(nchecks, 1));
+	char	  **expected = palloc(sizeof(char *) * Max(nchecks, 1));
+	char	  **observed = palloc(sizeof(char *) * Max(nchecks, 1));
+	char	  **detail = palloc(sizeof(char *) * Max(nchecks, 1));
+	Datum	   *passed = palloc(sizeof(Datum) * Max(nchecks, 1));
 	KlCatalogSave cs;
 
 	memset(rnulls, ' ', sizeof(rnulls));
@@ -323,7 +411,7 @@ kl_catalog_record_run(KlBridge *b, const char *status, int gold_rows, bool has_s
 	rvalues[4] = CStringGetTextDatum(status);
 	rvalues[5] = Int32GetDatum((int32) Min(b->selected, PG_INT32_MAX));
 	rvalues[6] = Int32GetDatum(b->passed);
-	rvalues[7] = Int32GetDatum(KL_NCHECKS);
+	rvalues[7] = Int32GetDatum(nchecks);
 	rvalues[8] = Int32GetDatum((int32) Min(b->silver_rows, PG_INT32_MAX));
 	rvalues[9] = Int32GetDatum(gold_rows);
 	rvalues[10] = Int64GetDatum(snapshot_id);
@@ -338,7 +426,7 @@ kl_catalog_record_run(KlBridge *b, const char *status, int gold_rows, bool has_s
 							  12, rtypes, rvalues, rnulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record the run");
 
-	for (int i = 0; i < KL_NCHECKS; i++)
+	for (int i = 0; i < nchecks; i++)
 	{
 		names[i] = (char *) b->checks[i].name;
 		expected[i] = b->checks[i].expected;
@@ -347,12 +435,12 @@ kl_catalog_record_run(KlBridge *b, const char *status, int gold_rows, bool has_s
 		passed[i] = BoolGetDatum(b->checks[i].passed);
 	}
 	qvalues[0] = CStringGetTextDatum(b->run_id);
-	qvalues[1] = kl_text_array(names, KL_NCHECKS);
-	qvalues[2] = PointerGetDatum(construct_array(passed, KL_NCHECKS, BOOLOID, 1, true,
+	qvalues[1] = kl_text_array(names, nchecks);
+	qvalues[2] = PointerGetDatum(construct_array(passed, nchecks, BOOLOID, 1, true,
 												 TYPALIGN_CHAR));
-	qvalues[3] = kl_text_array(expected, KL_NCHECKS);
-	qvalues[4] = kl_text_array(observed, KL_NCHECKS);
-	qvalues[5] = kl_text_array(detail, KL_NCHECKS);
+	qvalues[3] = kl_text_array(expected, nchecks);
+	qvalues[4] = kl_text_array(observed, nchecks);
+	qvalues[5] = kl_text_array(detail, nchecks);
 	if (SPI_execute_with_args("INSERT INTO kafka_lake.quality_results (run_id, check_name, passed,"
 							  " expected, observed, detail)"
 							  " SELECT $1, q.check_name, q.passed, q.expected, q.observed, q.detail"
@@ -404,7 +492,7 @@ kl_catalog_publish_snapshot(KlBridge *b, int64 snapshot_id)
 	svalues[2] = DateADTGetDatum(b->date);
 	svalues[3] = CStringGetTextDatum(b->run_id);
 	svalues[4] = CStringGetTextDatum(b->source_hash);
-	svalues[5] = Int32GetDatum(b->ngroups);
+	svalues[5] = Int32GetDatum(b->gold_rows);
 	if (SPI_execute_with_args("UPDATE kafka_lake.snapshots SET is_current = false"
 							  " WHERE source_id = $2 AND business_date = $3 AND is_current"
 							  " RETURNING snapshot_id",
@@ -442,47 +530,126 @@ kl_catalog_publish_snapshot(KlBridge *b, int64 snapshot_id)
 
 /*
  * kl_catalog_insert_gold
- *		The gold rows of snapshot_id, one per group of b (rates[i] and
- *		averages[i]: the group's defect_rate and avg_cycle_time_ms as
- *		decimal text), with the closing status of b (provisional unless
- *		the date was ever closed, see bridge_closing.c).
+ *		The rows of gold g (as text, bridge_gold.c) under snapshot_id, with
+ *		the closing status of b (provisional unless the date was ever
+ *		closed, see bridge_closing.c): one statement, each column an array
+ *		cast to the column's type.
  */
 void
-kl_catalog_insert_gold(KlBridge *b, int64 snapshot_id, char **rates, char **averages)
+kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id)
 {
 	KlCatalogSave cs;
-	Oid			gtypes[10] = {INT8OID, DATEOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-	INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTOID};
-	Datum		gvalues[10];
-	char	  **plants = palloc(sizeof(char *) * Max(b->ngroups, 1));
-	char	  **lines = palloc(sizeof(char *) * Max(b->ngroups, 1));
-	char	  **products = palloc(sizeof(char *) * Max(b->ngroups, 1));
+	int			nargs = 3 + g->ncols;
+	Oid		   *types = palloc(sizeof(Oid) * nargs);
+	Datum	   *values = palloc(sizeof(Datum) * nargs);
+	StringInfoData sql;
+	StringInfoData sel;
+	StringInfoData from;
+	Oid			relid = kl_catalog_relid(g->gold);
+	Relation	rel;
+	TupleDesc	desc;
 
-	for (int i = 0; i < b->ngroups; i++)
+	types[0] = INT8OID;
+	types[1] = DATEOID;
+	types[2] = TEXTOID;
+	values[0] = Int64GetDatum(snapshot_id);
+	values[1] = DateADTGetDatum(b->date);
+	values[2] = CStringGetTextDatum(b->closing_status ? b->closing_status : "provisional");
+	initStringInfo(&sql);
+	initStringInfo(&sel);
+	initStringInfo(&from);
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	if (desc->natts != g->ncols + 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table kafka_lake.%s does not have the columns of gold %s", g->gold, g->gold),
+				 errdetail("It has %d columns; its definition gives %d.", desc->natts, g->ncols + 3),
+				 errhint("Restore the table's definition.")));
+	for (int i = 0; i < desc->natts; i++)
 	{
-		plants[i] = b->groups[i].plant_id;
-		lines[i] = b->groups[i].line_id;
-		products[i] = b->groups[i].product_code;
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+		char	   *type = format_type_with_typemod(a->atttypid, a->atttypmod);
+
+		if (i == 0)
+			appendStringInfoString(&sel, "$1");
+		else if (i == 1)
+			appendStringInfoString(&sel, ", $2");
+		else if (i == desc->natts - 1)
+			appendStringInfoString(&sel, ", $3");
+		else
+		{
+			int			c = i - 2;
+			char	  **col = palloc(sizeof(char *) * Max(g->nrows, 1));
+			Datum	   *d = palloc(sizeof(Datum) * Max(g->nrows, 1));
+			bool	   *nulls = palloc(sizeof(bool) * Max(g->nrows, 1));
+			int			dims[1] = {g->nrows};
+			int			lbs[1] = {1};
+
+			for (int r = 0; r < g->nrows; r++)
+			{
+				col[r] = g->cells[r * g->ncols + c];
+				nulls[r] = (col[r] == NULL);
+				d[r] = nulls[r] ? (Datum) 0 : CStringGetTextDatum(col[r]);
+			}
+			types[3 + c] = TEXTARRAYOID;
+			values[3 + c] = PointerGetDatum(construct_md_array(d, nulls, 1, dims, lbs, TEXTOID,
+															   -1, false, TYPALIGN_INT));
+			appendStringInfo(&sel, ", u.c%d::%s", c, type);
+			appendStringInfo(&from, "%s$%d", c ? ", " : "", 4 + c);
+		}
 	}
-	gvalues[0] = Int64GetDatum(snapshot_id);
-	gvalues[1] = DateADTGetDatum(b->date);
-	gvalues[2] = kl_text_array(plants, b->ngroups);
-	gvalues[3] = kl_text_array(lines, b->ngroups);
-	gvalues[4] = kl_text_array(products, b->ngroups);
-	gvalues[5] = kl_int8_array(b, offsetof(KlGoldGroup, units));
-	gvalues[6] = kl_int8_array(b, offsetof(KlGoldGroup, defects));
-	gvalues[7] = kl_text_array(rates, b->ngroups);
-	gvalues[8] = kl_text_array(averages, b->ngroups);
-	gvalues[9] = CStringGetTextDatum(b->closing_status ? b->closing_status : "provisional");
+	table_close(rel, AccessShareLock);
+	appendStringInfo(&sql, "INSERT INTO kafka_lake.%s SELECT %s", quote_identifier(g->gold), sel.data);
+	if (g->ncols > 0)
+	{
+		appendStringInfo(&sql, " FROM unnest(%s) AS u(", from.data);
+		for (int c = 0; c < g->ncols; c++)
+			appendStringInfo(&sql, "%sc%d", c ? ", " : "", c);
+		appendStringInfoString(&sql, ")");
+	}
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("INSERT INTO kafka_lake.gold_daily_line_metrics (snapshot_id,"
-							  " business_date, plant_id, line_id, product_code, units_produced,"
-							  " defect_count, defect_rate, avg_cycle_time_ms, closing_status)"
-							  " SELECT $1, $2, g.plant_id, g.line_id, g.product_code, g.units, g.defects,"
-							  "   g.defect_rate::pg_catalog.numeric, g.average::pg_catalog.numeric, $10"
-							  " FROM unnest($3, $4, $5, $6, $7, $8, $9)"
-							  "   AS g(plant_id, line_id, product_code, units, defects, defect_rate, average)",
-							  10, gtypes, gvalues, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record the gold rows");
+	if (SPI_execute_with_args(sql.data, nargs, types, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the rows of gold %s", g->gold);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_copy_golds
+ *		The rows of every gold of the source under snapshot from, copied
+ *		under snapshot to with another closing status (a date closed or
+ *		reopened as it is, catalog_close.c).  gold_daily_line_metrics is
+ *		copied by the caller.
+ */
+void
+kl_catalog_copy_golds(int32 source_id, int64 from, int64 to, const char *closing_status)
+{
+	KlCatalogSave cs;
+	Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
+	Datum		values[3] = {Int64GetDatum(to), Int64GetDatum(from), CStringGetTextDatum(closing_status)};
+	Oid			stypes[1] = {INT4OID};
+	Datum		svalues[1] = {Int32GetDatum(source_id)};
+	List	   *stmts = NIL;
+	ListCell   *cell;
+	Oid			nsp = get_namespace_oid("kafka_lake", true);
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("golds", nsp)))
+		return;
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT pg_catalog.format('INSERT INTO kafka_lake.%I SELECT $1, %s, $3"
+							  " FROM kafka_lake.%I g WHERE g.snapshot_id = $2', g.gold,"
+							  " (SELECT pg_catalog.string_agg(pg_catalog.format('g.%I', a.attname), ', ' ORDER BY a.attnum)"
+							  "    FROM pg_catalog.pg_attribute a"
+							  "   WHERE a.attrelid = pg_catalog.format('kafka_lake.%I', g.gold)::pg_catalog.regclass"
+							  "     AND a.attnum > 1 AND NOT a.attisdropped AND a.attname <> 'closing_status'),"
+							  " g.gold)"
+							  " FROM kafka_lake.golds g WHERE g.source_id = $1 AND NOT g.builtin",
+							  1, stypes, svalues, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.golds");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		stmts = lappend(stmts, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	foreach(cell, stmts)
+		if (SPI_execute_with_args(lfirst(cell), 3, types, values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not copy gold rows");
 	kl_catalog_end(cs);
 }

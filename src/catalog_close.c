@@ -38,6 +38,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "catalog_bridge.h"
 #include "catalog_close.h"
 
 /*
@@ -198,6 +199,7 @@ kl_catalog_republish_snapshot(int32 source_id, DateADT date, int64 from_snapshot
 						" FROM kafka_lake.gold_daily_line_metrics g WHERE g.snapshot_id = $6",
 						6, types, values, nulls, SPI_OK_INSERT, "record the gold rows");
 	kl_catalog_end(cs);
+	kl_catalog_copy_golds(source_id, from_snapshot, snapshot_id, closing_status);
 	return snapshot_id;
 }
 
@@ -224,7 +226,9 @@ kl_catalog_mark_reopened(int64 closing_id, int64 snapshot_id)
  * kl_catalog_last_batch_below
  *		The batch of a partition that holds the highest landed offset below
  *		mark (batches never overlap: the one that starts last below it), into
- *		batch_id (KL_BATCH_ID_LEN + 1 bytes).  False when none does.
+ *		batch_id (KL_BATCH_ID_LEN + 1 bytes).  False when none does.  Readmit
+ *		units are not taken: they repeat coordinates of their batch, whose
+ *		manifest lists them all.
  */
 bool
 kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark, char *batch_id)
@@ -236,8 +240,10 @@ kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark, char *ba
 	bool		found = false;
 
 	cs = kl_catalog_begin();
+	/* a landing batch: a readmit unit repeats coordinates of its batch */
 	kl_spi_exec_or_fail("SELECT batch_id FROM kafka_lake.batches"
 						" WHERE source_id = $1 AND topic = $2 AND partition = $3 AND first_offset < $4"
+						"   AND kind = 'landing'"
 						" ORDER BY first_offset DESC LIMIT 1",
 						4, types, values, NULL, SPI_OK_SELECT, "read kafka_lake.batches");
 	if (SPI_processed > 0)

@@ -419,7 +419,7 @@ kafka_lake_close_date(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("business date %s of source \"%s\" was not closed: %d of %d quality checks failed",
-								cc.date_text, b->src->source, KL_NCHECKS - b->passed, KL_NCHECKS),
+								cc.date_text, b->src->source, b->nchecks - b->passed, b->nchecks),
 						 errdetail("A date is closed only with gold that passed every check. Nothing was closed or recorded."),
 						 errhint("kafka_lake.bridge('%s', '%s') runs the checks and keeps their results in kafka_lake.quality_results.",
 								 b->src->source, cc.date_text)));

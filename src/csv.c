@@ -20,8 +20,9 @@
  *	- a null (a record without key or without timestamp) is an empty field;
  *	- the bytes are UTF-8, as decoded from the landed JSON; no BOM.
  *
- * The columns and their order are part of the contract (KlCsvColumn in
- * csv.h lists them in the order the README's canonical CSV section gives).
+ * The columns and their order are the contract's (bridge_define.c says
+ * which); KlCsvColumn in csv.h lists machine_event_v1's, in the order the
+ * README's canonical CSV section gives.
  *
  * Reading: the bridge loads silver from the CSV it just hashed, the way the
  * seed's pipeline loads its input file, so the transform sees exactly the
@@ -154,22 +155,22 @@ kl_csv_append_int64(StringInfo out, int64 v)
 }
 
 /*
- * kl_csv_append_row
- *		Append one record: the KL_CSV_NCOLUMNS values in column order,
- *		separated by commas, ended by LF.  Room for the longest form of the
- *		record is reserved once, then the bytes are put in place.
+ * kl_csv_append_values
+ *		Append one record of n values in column order, separated by commas,
+ *		ended by LF.  Room for the longest form of the record is reserved
+ *		once, then the bytes are put in place.
  */
 void
-kl_csv_append_row(StringInfo out, const KlCsvValue *values)
+kl_csv_append_values(StringInfo out, const KlCsvValue *values, int n)
 {
-	size_t		room = KL_CSV_NCOLUMNS + 1;
+	size_t		room = n + 1;
 	char	   *p;
 
-	for (int i = 0; i < KL_CSV_NCOLUMNS; i++)
+	for (int i = 0; i < n; i++)
 		room += values[i].is_int ? 21 : values[i].len * 2 + 2;
 	enlargeStringInfo(out, room);
 	p = out->data + out->len;
-	for (int i = 0; i < KL_CSV_NCOLUMNS; i++)
+	for (int i = 0; i < n; i++)
 	{
 		const KlCsvValue *v = &values[i];
 
@@ -185,6 +186,16 @@ kl_csv_append_row(StringInfo out, const KlCsvValue *values)
 	*p++ = '\n';
 	*p = '\0';
 	out->len = p - out->data;
+}
+
+/*
+ * kl_csv_append_row
+ *		Append one record of machine_event_v1's KL_CSV_NCOLUMNS columns.
+ */
+void
+kl_csv_append_row(StringInfo out, const KlCsvValue *values)
+{
+	kl_csv_append_values(out, values, KL_CSV_NCOLUMNS);
 }
 
 /*

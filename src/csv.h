@@ -65,6 +65,7 @@ extern const char *const kl_csv_columns[KL_CSV_NCOLUMNS];
 extern const char kl_csv_header[];
 extern void kl_csv_append_field(StringInfo out, const char *s, size_t len);
 extern void kl_csv_append_int64(StringInfo out, int64 v);
+extern void kl_csv_append_values(StringInfo out, const KlCsvValue *values, int n);
 extern void kl_csv_append_row(StringInfo out, const KlCsvValue *values);
 extern void kl_csv_open(KlCsvReader *r, const char *path);
 extern int	kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields);

@@ -77,6 +77,11 @@
  * with its quotes).  CHECK_FOR_INTERRUPTS runs
  * for every line, so cancel and statement_timeout stop a scan promptly.
  *
+ * Expired batches (expire.c) are never read: a scan whose pruned batches
+ * include one that it would read a file of is refused when it starts,
+ * naming the expired dates (kl_refuse_expired), rather than returning what
+ * is left; EXPLAIN counts them, and ANALYZE samples the others.
+ *
  * IDENTIFICATION
  *	  src/fdw.c
  *
@@ -246,6 +251,7 @@ typedef struct KlScanState
 	KlSource   *src;
 	KlPrune		prune;			/* bounds and value sets */
 	List	   *batches;		/* KlBatch, after pruning */
+	List	   *expired;		/* KlBatch it would read, but expired */
 	int64		total_batches;	/* batches of the source */
 	ListCell   *next_batch;
 	KlBatch *batch;			/* current batch */
@@ -1491,6 +1497,21 @@ kl_scan_read_batches(KlScanState *st)
 	for (int i = 0; i < st->nattrs; i++)
 		want_fp |= (st->attrs[i].kind == KL_COL_FINGERPRINT);
 	st->batches = kl_prune_batches(st->src, &st->prune, want_fp, &st->total_batches);
+
+	/* expired batches are never read: the scan refuses them, ANALYZE skips them */
+	foreach(cell, st->batches)
+	{
+		KlBatch    *b = lfirst(cell);
+		bool		reads = false;
+
+		if (!b->expired)
+			continue;
+		for (int i = 0; i < KL_NFILES; i++)
+			reads |= kl_scan_reads_file(st, b, i);
+		if (reads)
+			st->expired = lappend(st->expired, b);
+		st->batches = foreach_delete_current(st->batches, cell);
+	}
 	st->next_batch = list_head(st->batches);
 	st->batch_id_datums = palloc0(sizeof(Datum) * Max(list_length(st->batches), 1));
 	foreach(cell, st->batches)
@@ -1562,6 +1583,9 @@ kafkaLakeBeginForeignScan(ForeignScanState *node, int eflags)
 		kl_prune_apply(&st->prune, &q, d, isnull, exprType((Node *) expr), st->src->topic);
 	}
 	kl_scan_read_batches(st);
+	/* a query that needs an expired batch returns nothing rather than part */
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		kl_refuse_expired(st->src, st->expired, "query");
 	MemoryContextSwitchTo(old);
 }
 
@@ -2075,10 +2099,15 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 			fields = lappend(fields, (char *) st->line.field_names[i]);
 		ExplainPropertyList("Event Fields", fields, es);
 	}
+	pruned -= list_length(st->expired);
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
-		ExplainPropertyText("Batches", psprintf("%lld read, %lld pruned",
-												(long long) nbatches, (long long) pruned), es);
+		ExplainPropertyText("Batches", st->expired == NIL ?
+							psprintf("%lld read, %lld pruned",
+									 (long long) nbatches, (long long) pruned) :
+							psprintf("%lld read, %lld pruned, %d expired",
+									 (long long) nbatches, (long long) pruned,
+									 list_length(st->expired)), es);
 		ExplainPropertyText("Files", psprintf("%lld read, %lld pruned",
 											  (long long) st->files_planned,
 											  (long long) st->files_pruned), es);
@@ -2087,6 +2116,8 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	{
 		ExplainPropertyInteger("Batches Read", NULL, nbatches, es);
 		ExplainPropertyInteger("Batches Pruned", NULL, pruned, es);
+		if (st->expired != NIL)
+			ExplainPropertyInteger("Batches Expired", NULL, list_length(st->expired), es);
 		ExplainPropertyInteger("Files Read", NULL, st->files_planned, es);
 		ExplainPropertyInteger("Files Pruned", NULL, st->files_pruned, es);
 	}

@@ -11,7 +11,11 @@
  *	  once but may remove its files only once that is committed (a rollback
  *	  must find them where the catalog says);
  *	- bridge() writes adapter files that belong to catalog rows of the same
- *	  transaction: they go if it aborts.
+ *	  transaction: they go if it aborts;
+ *	- compact() writes a batch that replaces others: the new directory goes
+ *	  if the catalog swap aborts, the old ones once it has committed; and
+ *	  expire() removes the record files of a batch once the catalog says
+ *	  it expired (its marker goes if that aborts).
  * Both are entries of this one list, in the spirit of PostgreSQL's pending
  * deletes (catalog/storage.c): each entry says when it runs (at commit, or
  * at abort) and belongs to the subtransaction that made it.  When a
@@ -25,7 +29,9 @@
  * Nothing else in kafka_lake acts on files when a transaction ends: what
  * land() writes is never undone (recovery adopts it, or removes what never
  * became a batch), and what the bridge removes at once (a stale temporary
- * file, its own copy of a CSV already at its address) needs no undo.
+ * file, its own copy of a CSV already at its address) needs no undo.  A
+ * backend that dies after a commit runs none of its at-commit entries:
+ * recovery finishes a compaction's or an expiry's removals (recover.c).
  *
  * DISPLACEMENT: A DIRECTORY RE-USED IN THE TRANSACTION THAT DROPS IT
  *
@@ -91,6 +97,7 @@
 #include "catalog.h"
 #include "digest.h"
 #include "fileundo.h"
+#include "kafka_lake.h"
 #include "landing_files.h"
 #include "locks.h"
 
@@ -101,7 +108,8 @@ typedef enum KlUndoAction
 	KL_UNDO_UNLINK,				/* a file */
 	KL_UNDO_RMDIR,				/* an empty directory */
 	KL_UNDO_RMTREE,				/* a directory and everything in it */
-	KL_UNDO_RESTORE				/* a displaced directory: put it back */
+	KL_UNDO_RESTORE,			/* a displaced directory: put it back */
+	KL_UNDO_PAUSE				/* a fault injection point that pauses (tests) */
 } KlUndoAction;
 
 /* One pending operation */
@@ -212,6 +220,65 @@ kl_undo_remove_tree_at_commit(const char *path, int32 source_id, const char *ori
 	KlUndoEntry *e = kl_undo_add(KL_UNDO_RMTREE, true, path, origin);
 
 	e->source_id = source_id;
+}
+
+/*
+ * kl_undo_remove_tree_at_abort
+ *		Remove a directory this transaction made, and everything in it, if
+ *		the current (sub)transaction aborts (a compacted batch whose catalog
+ *		swap is rolled back: compact.c).  A path that is not there at the
+ *		time is nothing to remove.
+ */
+void
+kl_undo_remove_tree_at_abort(const char *path, const char *origin)
+{
+	(void) kl_undo_add(KL_UNDO_RMTREE, false, path, origin);
+}
+
+/*
+ * kl_undo_remove_file_at_commit
+ *		Remove a file once the transaction has committed (the record files
+ *		of an expired batch: expire.c), unless the subtransaction that asked
+ *		is rolled back.
+ */
+void
+kl_undo_remove_file_at_commit(const char *path, const char *origin)
+{
+	(void) kl_undo_add(KL_UNDO_UNLINK, true, path, origin);
+}
+
+/*
+ * kl_undo_pause_at_commit
+ *		At commit, before the entries registered after this one run, pause
+ *		at a fault injection point (kl_fault_pause: for the tests that kill
+ *		a backend between the commit and the removals that follow it).
+ */
+void
+kl_undo_pause_at_commit(const char *point)
+{
+	(void) kl_undo_add(KL_UNDO_PAUSE, true, point, point);
+}
+
+/*
+ * kl_undo_removal_pending
+ *		Is path to be removed when this transaction commits?  Recovery leaves
+ *		such a directory alone: this transaction's catalog no longer lists
+ *		it, but a rollback would bring its rows back.
+ */
+bool
+kl_undo_removal_pending(const char *path)
+{
+	ListCell   *cell;
+
+	foreach(cell, kl_undo_list)
+	{
+		KlUndoEntry *e = lfirst(cell);
+
+		if (e->at_commit && (e->action == KL_UNDO_RMTREE || e->action == KL_UNDO_UNLINK) &&
+			strcmp(e->path, path) == 0)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -367,6 +434,9 @@ kl_undo_run(KlUndoEntry *e)
 				break;
 			case KL_UNDO_RESTORE:
 				kl_restore_tree(e->path, e->target, e->container);
+				break;
+			case KL_UNDO_PAUSE:
+				kl_fault_pause(e->path);
 				break;
 		}
 	}

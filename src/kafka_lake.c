@@ -11,12 +11,20 @@
  *	kafka_lake.batch_max_records
  *	kafka_lake.batch_max_bytes	where land() and replay() cut a batch
  *	kafka_lake.fault_injection	one named point at which the next land,
- *								replay or bridge raises an ERROR
+ *								replay, bridge or compact raises an ERROR
+ *								(or, written pause:<point>, waits there)
  *
  * Fault injection is armed each time the setting is assigned and fires
  * once: the ERROR it raises rolls back the transaction, and with it any
  * transactional way of clearing the setting, so the "fired" state is kept
- * outside of the GUC machinery.  SHOW still displays the last value.
+ * outside of the GUC machinery.  SHOW still displays the last value.  Two
+ * points of compact() sit after its commit, where an ERROR cannot go: they
+ * skip the removal of the replaced directories (all of them, or all but
+ * the first), leaving the disk as a crash there would (kl_fault_take).
+ * pause:<point> makes the backend wait at the point instead (for up to two
+ * minutes, in wait event "Extension"), so that a test can kill it there
+ * with SIGKILL: the crash tests of compaction (kl_fault_pause, which is
+ * also safe in commit processing).
  *
  * The landing directory must never be PostgreSQL's own: a source named
  * "base" under a landing_dir of "." would claim every database's files, and
@@ -59,11 +67,14 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "postmaster/syslogger.h"
+#include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "kafka_lake.h"
@@ -89,8 +100,18 @@ static const char *const kl_fault_points[] = {
 	"after_landing_before_commit",
 	"after_commit",
 	"bridge_before_gold",
+	"compact_after_write",
+	"compact_after_rename",
+	"compact_after_catalog",
+	"compact_before_remove",
+	"compact_during_remove",
 	NULL
 };
+
+/* the prefix that makes a point pause instead of raising an ERROR */
+#define KL_FAULT_PAUSE_PREFIX	"pause:"
+/* how long a pause lasts at most, in milliseconds */
+#define KL_FAULT_PAUSE_MS		(120 * 1000)
 
 /* the log hook: the previous one, and the scrubbed statement we point to */
 static emit_log_hook_type kl_prev_emit_log_hook = NULL;
@@ -142,10 +163,12 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("kafka_lake.fault_injection",
-							   "Point at which the next land, replay or bridge raises an error (for tests).",
+							   "Point at which the next land, replay, bridge or compact raises an error (for tests).",
 							   "One of after_staging_write, after_rename, "
 							   "after_landing_before_commit, after_commit, "
-							   "bridge_before_gold; empty disables it.",
+							   "bridge_before_gold, compact_after_write, compact_after_rename, "
+							   "compact_after_catalog, compact_before_remove, compact_during_remove; "
+							   "pause:<point> waits there instead; empty disables it.",
 							   &kl_fault_injection,
 							   "",
 							   PGC_SUSET,
@@ -434,18 +457,24 @@ kl_emit_log_hook(ErrorData *edata)
 static bool
 kl_check_fault_injection(char **newval, void **extra, GucSource source)
 {
-	if (*newval == NULL || (*newval)[0] == '\0')
+	const char *point = *newval;
+
+	if (point == NULL || point[0] == '\0')
 		return true;
+	if (strncmp(point, KL_FAULT_PAUSE_PREFIX, strlen(KL_FAULT_PAUSE_PREFIX)) == 0)
+		point += strlen(KL_FAULT_PAUSE_PREFIX);
 	for (int i = 0; kl_fault_points[i] != NULL; i++)
 	{
-		if (strcmp(*newval, kl_fault_points[i]) == 0)
+		if (strcmp(point, kl_fault_points[i]) == 0)
 			return true;
 	}
 	GUC_check_errdetail("Unknown fault injection point \"%s\".", *newval);
 	GUC_check_errhint("Use one of after_staging_write, after_rename, "
 					  "while_writing, cancel_while_writing, "
 					  "after_landing_before_commit, after_commit, "
-					  "bridge_before_gold.");
+					  "bridge_before_gold, compact_after_write, compact_after_rename, "
+					  "compact_after_catalog, compact_before_remove, compact_during_remove, "
+					  "optionally written pause:<point>.");
 	return false;
 }
 
@@ -469,11 +498,14 @@ kl_assign_fault_injection(const char *newval, void *extra)
 void
 kl_fault_point(const char *point)
 {
-	if (!kl_fault_armed || kl_fault_injection == NULL ||
-		strcmp(kl_fault_injection, point) != 0)
+	if (kl_fault_pausing(point))
+	{
+		kl_fault_pause(point);
+		return;
+	}
+	if (!kl_fault_take(point))
 		return;
 
-	kl_fault_armed = false;
 	if (strncmp(point, "cancel_", 7) == 0)
 	{
 		QueryCancelPending = true;
@@ -485,6 +517,65 @@ kl_fault_point(const char *point)
 			 errmsg("kafka_lake fault injection: %s", point),
 			 errdetail("The setting kafka_lake.fault_injection asked for an error at this point."),
 			 errhint("Reset kafka_lake.fault_injection; the next call recovers.")));
+}
+
+/*
+ * kl_fault_take
+ *		Does the setting name this point, not yet fired?  It fires now (for
+ *		points that do something else than raise an ERROR).
+ */
+bool
+kl_fault_take(const char *point)
+{
+	if (!kl_fault_armed || kl_fault_injection == NULL ||
+		strcmp(kl_fault_injection, point) != 0)
+		return false;
+	kl_fault_armed = false;
+	return true;
+}
+
+/*
+ * kl_fault_pausing
+ *		Does the setting ask to pause at this point (pause:<point>), not yet
+ *		fired?
+ */
+bool
+kl_fault_pausing(const char *point)
+{
+	size_t		plen = strlen(KL_FAULT_PAUSE_PREFIX);
+
+	return kl_fault_armed && kl_fault_injection != NULL &&
+		strncmp(kl_fault_injection, KL_FAULT_PAUSE_PREFIX, plen) == 0 &&
+		strcmp(kl_fault_injection + plen, point) == 0;
+}
+
+/*
+ * kl_fault_pause
+ *		If the setting asks to pause at this point: wait there, for up to two
+ *		minutes, in wait event "Extension", so that a test can kill the
+ *		backend at exactly this step (a LOG line says when the wait starts).
+ *		Raises no ERROR of its own; a cancel ends the wait with its usual
+ *		ERROR, except in commit processing, which holds interrupts, so it is
+ *		safe there too.
+ */
+void
+kl_fault_pause(const char *point)
+{
+	TimestampTz until;
+
+	if (!kl_fault_pausing(point))
+		return;
+	kl_fault_armed = false;
+	ereport(LOG,
+			(errmsg("kafka_lake fault injection: pausing at %s", point)));
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), KL_FAULT_PAUSE_MS);
+	while (GetCurrentTimestamp() < until)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /*

@@ -20,6 +20,9 @@ extern int	kl_batch_max_records;
 extern int	kl_batch_max_bytes;
 extern char *kl_fault_injection;
 extern void kl_fault_point(const char *point);
+extern bool kl_fault_take(const char *point);
+extern bool kl_fault_pausing(const char *point);
+extern void kl_fault_pause(const char *point);
 extern void kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname,
 							  const char *hint);
 

@@ -42,11 +42,14 @@
  *
  * Then the next window, until the partition reaches its high watermark,
  * the call reaches max_records or its timeout.  replay() runs the same steps
- * on an explicit range, except step 6: it never commits (I6).  Once the
- * partitions are done, land() records in one statement what source_status
- * shows of each partition it owned (catalog_status.c); a land() that fails
- * leaves its error in shared memory instead (source_status.c), since its
- * transaction rolls back.
+ * on an explicit range, except step 6: it never commits (I6).  replay() by
+ * time finds that range per partition through the broker's offsets for the
+ * window's two ends (kl_kafka_offsets_for_times, which also works against a
+ * broker without a time index), then replays each range the same way.  Once
+ * the partitions are done, land() records in one statement what
+ * source_status shows of each partition it owned (catalog_status.c); a
+ * land() that fails leaves its error in shared memory instead
+ * (source_status.c), since its transaction rolls back.
  *
  * TRANSACTION BOUNDARIES, AND WHY THE DISK IS THE TRUTH
  *
@@ -175,6 +178,7 @@
 
 PG_FUNCTION_INFO_V1(kafka_lake_land);
 PG_FUNCTION_INFO_V1(kafka_lake_replay);
+PG_FUNCTION_INFO_V1(kafka_lake_replay_by_time);
 
 /* State of one land() or replay() call */
 typedef struct KlLandCall
@@ -1633,6 +1637,142 @@ kafka_lake_replay(PG_FUNCTION_ARGS)
 		kl_emit_simple(&call, "empty", call.committed);
 	kl_catalog_record_replay(call.src, p, from, to, call.polled_records,
 							 call.landed_records, call.reused_records);
+
+	kl_kafka_close(call.kk);
+	return (Datum) 0;
+}
+
+/*
+ * kl_timestamptz_to_ms
+ *		A timestamptz as Kafka's milliseconds since the Unix epoch, rounded
+ *		up: the first millisecond at or after it (a record's timestamp is in
+ *		whole milliseconds).
+ */
+static int64
+kl_timestamptz_to_ms(TimestampTz t)
+{
+	int64		us = t + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+
+	return us >= 0 ? (us + 999) / 1000 : -((-us) / 1000);
+}
+
+/*
+ * kafka_lake_replay_by_time
+ *		replay(source, from_time, to_time, partition, timeout): per
+ *		partition (all, or the one given), the records whose timestamps lie
+ *		in [from_time, to_time), found through the broker's offsets for
+ *		those times (kl_kafka_offsets_for_times), replayed as replay() by
+ *		offsets does it: what is not durable lands, the rest is reused, and
+ *		nothing is committed (I6).  The range of a partition runs from the
+ *		first offset whose timestamp is at or after from_time up to the
+ *		first offset whose timestamp is at or after to_time, which is
+ *		exactly the window when timestamps do not decrease along the
+ *		partition (Kafka's own offsets-for-times assumes the same).  One
+ *		timeout bounds the whole call.
+ */
+Datum
+kafka_lake_replay_by_time(PG_FUNCTION_ARGS)
+{
+	KlLandCall	call = {0};
+	int			timeout_ms = 30000;
+	int			nparts;
+	TimestampTz from_time;
+	TimestampTz to_time;
+	int64		from_ms;
+	int64		to_ms;
+	volatile int32 only = -1;
+	int64	   *committed;
+	int64	   *from;
+	int64	   *stop;
+	MemoryContext cxt = CurrentMemoryContext;
+	static const char *const argnames[3] = {"source", "from_time", "to_time"};
+
+	for (int i = 0; i < 3; i++)
+		kl_check_not_null(fcinfo, i, argnames[i],
+						  "replay() by time needs a source and a window, for example kafka_lake.replay('machine_events', from_time => '2026-06-29 00:00+00', to_time => '2026-06-30 00:00+00').");
+	from_time = PG_GETARG_TIMESTAMPTZ(1);
+	to_time = PG_GETARG_TIMESTAMPTZ(2);
+	if (TIMESTAMP_NOT_FINITE(from_time) || TIMESTAMP_NOT_FINITE(to_time))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_time and to_time must be finite"),
+				 errhint("Give the window as two points in time.")));
+	if (to_time <= from_time)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_time must be later than from_time"),
+				 errhint("The window is [from_time, to_time): records at from_time are in it, records at to_time are not.")));
+	if (!PG_ARGISNULL(3))
+	{
+		only = PG_GETARG_INT32(3);
+		if (only < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition must not be negative")));
+	}
+	if (!PG_ARGISNULL(4))
+		timeout_ms = kl_timeout_ms(PG_GETARG_INTERVAL_P(4), "timeout");
+	from_ms = kl_timestamptz_to_ms(from_time);
+	to_ms = kl_timestamptz_to_ms(to_time);
+
+	call.is_replay = true;
+	call.max_records = PG_INT64_MAX;
+	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
+	if (only >= nparts)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition %d does not exist: topic \"%s\" has %d partitions",
+						only, call.src->topic, nparts)));
+	committed = palloc(sizeof(int64) * nparts);
+	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, call.deadline);
+	call.low = palloc(sizeof(int64) * nparts);
+	call.high = palloc(sizeof(int64) * nparts);
+	kl_kafka_all_watermarks(call.kk, call.src->topic, nparts, call.low, call.high,
+							call.deadline);
+	from = palloc(sizeof(int64) * nparts);
+	stop = palloc(sizeof(int64) * nparts);
+	kl_kafka_offsets_for_times(call.kk, call.src->topic, nparts, from_ms, call.low, call.high,
+							   from, call.deadline);
+	kl_kafka_offsets_for_times(call.kk, call.src->topic, nparts, to_ms, call.low, call.high,
+							   stop, call.deadline);
+
+	PG_TRY();
+	{
+		for (int p = 0; p < nparts; p++)
+		{
+			if (only >= 0 && p != only)
+				continue;
+			call.partition = p;
+			call.committed = committed[p] >= 0 ? committed[p] : -1;
+			if (!kl_try_lock_partition(call.src, p))
+			{
+				kl_emit_simple(&call, "locked", call.committed);
+				continue;
+			}
+			kl_recover_partition(call.src, p, NULL, NULL);
+			call.polled_records = call.landed_records = call.reused_records = 0;
+			if (from[p] < stop[p])
+				kl_land_range(&call, from[p], stop[p]);
+			if (call.stop)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("replay of partition %d from %s to %s did not finish within the timeout",
+								p, timestamptz_to_str(from_time), timestamptz_to_str(to_time)),
+						 errdetail("It was to read offsets %lld to %lld.",
+								   (long long) from[p], (long long) (stop[p] - 1)),
+						 errhint("Call it again with a longer timeout; what it landed stays durable and is reused.")));
+			if (call.polled_records == 0)
+				kl_emit_simple(&call, "empty", call.committed);
+			else
+				kl_catalog_record_replay(call.src, p, from[p], stop[p] - 1, call.polled_records,
+										 call.landed_records, call.reused_records);
+		}
+	}
+	PG_CATCH();
+	{
+		kl_rethrow_with_progress(&call, cxt);
+	}
+	PG_END_TRY();
 
 	kl_kafka_close(call.kk);
 	return (Datum) 0;

@@ -54,6 +54,12 @@
  * FIFO planted where a landed file belongs would otherwise hang the backend
  * in a sleep that PostgreSQL's signals do not interrupt.
  *
+ * Two more ways of writing a batch serve the landing's life cycle: a batch
+ * made of lines that already exist (KlBatchWriter: compact.c copies the
+ * lines of the batches it merges, through the same write, fsync and rename
+ * steps), and the EXPIRED marker that expire.c writes into a batch before
+ * its record files go.
+ *
  * IDENTIFICATION
  *	  src/landing_files.c
  *
@@ -1011,4 +1017,273 @@ kl_unit_finish(KlUnitWrite *u)
 
 	out->path = u->final;
 	kl_fault_point("after_rename");
+}
+
+/* ----------------------------------------------------------------
+ *		Writing a batch from lines already made (compaction)
+ * ----------------------------------------------------------------
+ */
+
+/* A batch being written from bytes the caller has (compact.c) */
+struct KlBatchWriter
+{
+	KlSource   *src;
+	int32		partition;
+	char	   *staging_root;
+	char	   *staging;		/* .staging/batch=<id>-p<p>-<random> */
+	char	   *part_dir;
+	char	   *final;			/* <partition dir>/batch=<id> */
+	KlOutFile	files[KL_NFILES + 1];	/* the JSONL files, then manifest.json */
+};
+
+/*
+ * kl_out_write
+ *		Append bytes to a file being written: into its buffer, or straight
+ *		to the file when they would overflow it.  lines is how many lines
+ *		they hold.
+ */
+static void
+kl_out_write(KlOutFile *f, const char *data, size_t len, int64 lines)
+{
+	f->info.lines += lines;
+	if (f->buf->len + len < KL_WRITE_CHUNK)
+	{
+		appendBinaryStringInfo(f->buf, data, len);
+		return;
+	}
+	kl_out_flush(f);
+	while (len > 0)
+	{
+		size_t		n = Min(len, (size_t) KL_WRITE_CHUNK);
+
+		appendBinaryStringInfo(f->buf, data, n);
+		kl_out_flush(f);
+		data += n;
+		len -= n;
+	}
+}
+
+/*
+ * kl_batch_writer_new
+ *		Where a new batch of a partition will be written, and under which
+ *		name it will appear; nothing is created yet, so that the caller can
+ *		register the removal of the staging directory before it exists
+ *		(kl_batch_writer_staging).
+ */
+KlBatchWriter *
+kl_batch_writer_new(KlSource *src, int32 partition, const char *batch_id)
+{
+	KlBatchWriter *w = palloc0(sizeof(KlBatchWriter));
+	char		rnd[9];
+
+	w->src = src;
+	w->partition = partition;
+	w->staging_root = psprintf("%s/.staging", src->dir);
+	w->part_dir = kl_partition_dir(src, partition);
+	w->final = psprintf("%s/batch=%s", w->part_dir, batch_id);
+	kl_random_hex(rnd);
+	w->staging = psprintf("%s/batch=%s-p%d-%s", w->staging_root, batch_id, partition, rnd);
+	return w;
+}
+
+/*
+ * kl_batch_writer_staging, kl_batch_writer_final
+ *		The staging directory and the final directory of a batch writer.
+ */
+const char *
+kl_batch_writer_staging(KlBatchWriter *w)
+{
+	return w->staging;
+}
+
+const char *
+kl_batch_writer_final(KlBatchWriter *w)
+{
+	return w->final;
+}
+
+/*
+ * kl_batch_writer_open
+ *		Create the staging directory and the four files (step 3 begins).
+ */
+void
+kl_batch_writer_open(KlBatchWriter *w)
+{
+	kl_make_dirs(w->staging_root);
+	kl_make_dirs(w->part_dir);
+	if (mkdir(w->staging, pg_dir_create_mode) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", w->staging)));
+	for (int i = 0; i < KL_NFILES; i++)
+		kl_out_open(&w->files[i], psprintf("%s/%s", w->staging, kl_file_names[i]), i);
+	kl_out_open(&w->files[KL_NFILES], psprintf("%s/manifest.json", w->staging), KL_NFILES);
+}
+
+/*
+ * kl_batch_writer_append
+ *		Append bytes holding lines whole lines to one of the JSONL files
+ *		(KL_FILE_*), or to manifest.json (KL_NFILES).
+ */
+void
+kl_batch_writer_append(KlBatchWriter *w, int file, const char *data, size_t len, int64 lines)
+{
+	Assert(file >= 0 && file <= KL_NFILES);
+	kl_out_write(&w->files[file], data, len, lines);
+}
+
+/*
+ * kl_batch_writer_close_records
+ *		Flush, fsync and close the three JSONL files; their checks go into
+ *		b->files (the manifest's tail needs them).
+ */
+void
+kl_batch_writer_close_records(KlBatchWriter *w, KlBatch *b)
+{
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		kl_out_close(&w->files[i]);
+		b->files[i] = w->files[i].info;
+	}
+}
+
+/*
+ * kl_batch_writer_close
+ *		Flush, fsync and close manifest.json, record its checks in *b, and
+ *		fsync the staging directory: the end of step 3.
+ */
+void
+kl_batch_writer_close(KlBatchWriter *w, KlBatch *b)
+{
+	KlOutFile  *mf = &w->files[KL_NFILES];
+
+	kl_out_close(mf);
+	strlcpy(b->manifest_sha256, mf->info.sha256, sizeof(b->manifest_sha256));
+	b->manifest_bytes = mf->info.bytes;
+	b->manifest_crc32c = mf->info.crc32c;
+	fsync_fname(w->staging, true);
+}
+
+/*
+ * kl_batch_writer_publish
+ *		Step 4: rename the staging directory to the batch's final name and
+ *		fsync the partition directory; the batch is then on disk for good.
+ */
+void
+kl_batch_writer_publish(KlBatchWriter *w, KlBatch *b)
+{
+	int			fd;
+
+	if (rename(w->staging, w->final) != 0)
+	{
+		if (errno == ENOTEMPTY || errno == EEXIST)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("batch directory \"%s\" already exists", w->final),
+					 errdetail("The catalog does not know it, yet it holds these coordinates."),
+					 errhint("Run kafka_lake.recover('%s') and then kafka_lake.verify('%s').",
+							 w->src->source, w->src->source)));
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rename \"%s\" to \"%s\": %m", w->staging, w->final)));
+	}
+	fd = OpenTransientFile(w->part_dir, O_RDONLY | PG_BINARY);
+	if (fd < 0 || pg_fsync(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync directory \"%s\": %m", w->part_dir)));
+	CloseTransientFile(fd);
+	fsync_fname(w->staging_root, true);
+	b->path = w->final;
+}
+
+/* ----------------------------------------------------------------
+ *		The expiry marker of a batch (expire.c)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_expired_marker_path
+ *		Where the expiry marker of a batch directory lies.
+ */
+char *
+kl_expired_marker_path(const char *batch_dir)
+{
+	return psprintf("%s/" KL_EXPIRED_MARKER, batch_dir);
+}
+
+/*
+ * kl_check_expired_marker_slot
+ *		ERROR (XX001) when something that is not a regular file lies where a
+ *		batch directory's expiry marker belongs: it is never opened, written
+ *		through or removed.
+ */
+void
+kl_check_expired_marker_slot(const char *batch_dir)
+{
+	char	   *path = kl_expired_marker_path(batch_dir);
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("\"%s\" is not a regular file", path),
+				 errdetail("It is %s; kafka_lake writes this file itself.", kl_file_kind(st.st_mode)),
+				 errhint("Move it out of the batch directory, then call the function again.")));
+	pfree(path);
+}
+
+/*
+ * kl_write_expired_marker
+ *		Write a batch directory's expiry marker (one JSON line: the batch and
+ *		when it expired), fsync it and the directory.  It is written before
+ *		the catalog says the batch expired and before any record file goes,
+ *		so a batch directory whose record files are gone says why.
+ */
+void
+kl_write_expired_marker(const char *batch_dir, const char *batch_id, TimestampTz expired_at)
+{
+	char	   *path = kl_expired_marker_path(batch_dir);
+	StringInfoData line;
+	int			fd;
+
+	initStringInfo(&line);
+	appendStringInfoString(&line, "{\"batch_id\": ");
+	kl_json_append_string(&line, batch_id, strlen(batch_id));
+	appendStringInfo(&line, ", \"expired_at\": \"%s\"}\n", timestamptz_to_str(expired_at));
+
+	/* never through a link, never blocked by a FIFO (see kl_open_landed) */
+	kl_check_expired_marker_slot(batch_dir);
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", path)));
+	errno = 0;
+	if (write(fd, line.data, line.len) != line.len)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", path)));
+	}
+	if (pg_fsync(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+	fsync_fname(batch_dir, true);
+}
+
+/*
+ * kl_has_expired_marker
+ *		Does a batch directory carry an expiry marker (a regular file)?
+ */
+bool
+kl_has_expired_marker(const char *batch_dir)
+{
+	struct stat st;
+
+	return lstat(kl_expired_marker_path(batch_dir), &st) == 0 && S_ISREG(st.st_mode);
 }

@@ -19,6 +19,10 @@
 #include "catalog.h"
 
 #define KL_SOURCE_MARKER		".kafka_lake_source"	/* in a source's directory */
+#define KL_EXPIRED_MARKER		"EXPIRED"	/* in an expired batch's directory */
+
+/* A batch written from lines already made (compaction) */
+typedef struct KlBatchWriter KlBatchWriter;
 
 extern char *kl_landing_root(void);
 extern char *kl_partition_dir(KlSource *src, int32 partition);
@@ -88,6 +92,20 @@ extern KlUnitWrite *kl_unit_begin(KlSource *src, int32 partition, KlRecord *recs
 extern void kl_unit_write(KlUnitWrite *u, const volatile bool *cancel);
 extern void kl_unit_finish(KlUnitWrite *u);
 extern void kl_unit_abandon(KlUnitWrite *u);
+extern KlBatchWriter *kl_batch_writer_new(KlSource *src, int32 partition, const char *batch_id);
+extern const char *kl_batch_writer_staging(KlBatchWriter *w);
+extern const char *kl_batch_writer_final(KlBatchWriter *w);
+extern void kl_batch_writer_open(KlBatchWriter *w);
+extern void kl_batch_writer_append(KlBatchWriter *w, int file, const char *data, size_t len,
+								   int64 lines);
+extern void kl_batch_writer_close_records(KlBatchWriter *w, KlBatch *b);
+extern void kl_batch_writer_close(KlBatchWriter *w, KlBatch *b);
+extern void kl_batch_writer_publish(KlBatchWriter *w, KlBatch *b);
+extern char *kl_expired_marker_path(const char *batch_dir);
+extern void kl_check_expired_marker_slot(const char *batch_dir);
+extern void kl_write_expired_marker(const char *batch_dir, const char *batch_id,
+									TimestampTz expired_at);
+extern bool kl_has_expired_marker(const char *batch_dir);
 extern void kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n,
 						  const char *contract, int32 contract_version, const char *readmit_of,
 						  KlBatch *out);

@@ -20,7 +20,10 @@
  * (the catalog prunes the rest without opening them), each file checked
  * against the catalog's copy of its manifest before use (batch_read.c, as
  * the foreign table does).  A date closed long ago rarely has such a
- * batch: later batches hold later dates.
+ * batch: later batches hold later dates.  A batch whose record files
+ * expire() removed has no lines left to tell an event's date: its late
+ * events are no longer listed (the view lists what the landing still
+ * holds, and stays readable once dates expired).
  *
  * The function is executable by everyone and answers only a role that may
  * read the view (source_status.c explains why).
@@ -109,7 +112,8 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 		size_t		len;
 		MemoryContext old;
 
-		if (batch->last_offset < through || batch->counts[KL_FILE_ACCEPTED] == 0)
+		if (batch->last_offset < through || batch->counts[KL_FILE_ACCEPTED] == 0 ||
+			batch->expired)
 			continue;
 		old = MemoryContextSwitchTo(batch_cxt);
 		kl_check_manifest(src, batch);

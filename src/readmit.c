@@ -39,7 +39,10 @@
  * with the same contract, nothing changes.
  *
  * A partition another session is landing is skipped ("locked"), as land()
- * skips it; each partition is recovered first.
+ * skips it; each partition is recovered first.  A batch whose record files
+ * expire() removed has no quarantine lines left to judge: it is reported
+ * ("expired", with the number of its records still quarantined) and
+ * skipped.
  *
  * IDENTIFICATION
  *	  src/readmit.c
@@ -402,6 +405,21 @@ kl_readmit_partition(KlReadmit *rc, int32 partition)
 
 		if (b->readmit || b->counts[KL_FILE_QUARANTINE] == 0)
 			continue;
+		if (b->expired)
+		{
+			/* its quarantine lines went with expire(): nothing can be judged */
+			int			still = b->counts[KL_FILE_QUARANTINE];
+
+			if (b->demoted_statuses)
+			{
+				still = 0;
+				for (int i = 0; i < b->record_count; i++)
+					still += (b->demoted_statuses[i] == KL_STATUS_QUARANTINED);
+			}
+			if (still > 0)
+				kl_emit_readmit_row(rc, b, NULL, "expired", still, 0, 0);
+			continue;
+		}
 		old = MemoryContextSwitchTo(batch_cxt);
 		kl_readmit_batch(rc, b);
 		MemoryContextSwitchTo(old);

@@ -41,12 +41,45 @@
  * Nothing of the landing is opened unless it is a regular file, and open(2)
  * never blocks (kl_open_landed).
  *
+ * Compaction and expiry leave the disk and the catalog apart only between
+ * a commit and the file work that follows it, or when a backend dies in
+ * between (compact.c, expire.c).  Recovery decides by the catalog and the
+ * disk, never by a journal:
+ *	- a directory that a compacted batch of the catalog names in its
+ *	  compacted_from is a replaced batch that a crash left: it is removed,
+ *	  never adopted (its coordinates are the compacted batch's) -- unless
+ *	  the compacted batch's own directory is missing, in which case it is
+ *	  left for recover() (which forgets the missing batch, then adopts it);
+ *	- a compacted batch the catalog does not know, while every batch it
+ *	  replaces is on disk, is a compaction that never committed: it is
+ *	  removed (the replaced batches are the copy the catalog lists, or
+ *	  adopted);
+ *	- a compacted batch the catalog does not know while some batch it
+ *	  replaces is gone (a catalog restored from before the compaction) is
+ *	  the only complete copy: the swap is completed (the replaced batches
+ *	  the catalog lists are forgotten, their directories go at commit) and
+ *	  it is adopted;
+ *	- a directory this transaction removes at commit (its own compaction)
+ *	  is left alone;
+ *	- a batch directory with an EXPIRED marker and not all of its record
+ *	  files is an expired batch: adopted with its manifest alone, and
+ *	  marked expired.  With every record file, the marker is an expiry that
+ *	  did not commit: the batch is adopted whole, and the marker removed.
+ * recover() also settles the batches the catalog lists: an expired batch
+ * loses the record files a crash left, a batch that is not expired loses
+ * a marker an uncommitted expiry left (kl_check_known_batches).  So after
+ * any crash exactly one copy of every coordinate is visible, and verify()
+ * is clean once recover() has run.
+ *
  * Readmit units (readmit.c) are recovered the same way: a readmit=
  * directory the catalog lacks is checked in full and adopted, provided its
  * batch is in the catalog with the unit's records still quarantined (same
  * fingerprints); its originals get their 'R' again.  Forgetting a batch
  * forgets its units; forgetting a unit whose directory is gone quarantines
- * its records again (readmit() can re-admit them).
+ * its records again (readmit() can re-admit them).  A unit expires with its
+ * batch (expire.c): its EXPIRED marker and record files are settled as a
+ * batch's are, in its own directory, and a unit the catalog lacks that has
+ * its marker and not its record files is adopted as an expired unit.
  *
  * An adopted batch may claim as accepted an event_id that another batch
  * accepted meanwhile (possible only when the adopted batch's transaction
@@ -74,14 +107,17 @@
 #include "storage/fd.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/tuplestore.h"
 
 #include "batch_format.h"
 #include "batch_read.h"
 #include "catalog.h"
+#include "catalog_lifecycle.h"
 #include "compat.h"
 #include "contract_catalog.h"
 #include "digest.h"
+#include "fileundo.h"
 #include "landing_files.h"
 #include "locks.h"
 #include "recover.h"
@@ -191,9 +227,66 @@ kl_adopt_hint(KlSource *src, int32 partition, const char *dir, const char *name)
 }
 
 /*
+ * kl_expired_on_disk
+ *		Does a batch directory hold an expired batch: its expiry marker, and
+ *		not all of its record files (expire.c removes them once the catalog
+ *		says so)?  A marker beside every record file is an expiry that did
+ *		not commit: the batch is whole.  (Only from version 1.1 of the
+ *		catalog on, which can record an expiry.)
+ */
+static bool
+kl_expired_on_disk(const char *dir)
+{
+	int			present = 0;
+
+	if (!kl_has_expired_marker(dir) || !kl_catalog_has_lifecycle())
+		return false;
+	for (int f = 0; f < KL_NFILES; f++)
+	{
+		struct stat st;
+
+		if (lstat(psprintf("%s/%s", dir, kl_file_names[f]), &st) == 0)
+			present++;
+	}
+	return present < KL_NFILES;
+}
+
+/*
+ * kl_remove_record_files
+ *		Remove what is left of the record files of an expired batch (but
+ *		those this transaction's own expiry removes when it commits), and
+ *		fsync its directory.  Returns how many it removed.
+ */
+static int
+kl_remove_record_files(const char *dir)
+{
+	int			removed = 0;
+
+	for (int f = 0; f < KL_NFILES; f++)
+	{
+		char	   *path = psprintf("%s/%s", dir, kl_file_names[f]);
+
+		/* an expiry of this transaction removes it at commit, not before */
+		if (kl_undo_removal_pending(path))
+			continue;
+		if (unlink(path) == 0)
+			removed++;
+		else if (errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\": %m", path)));
+	}
+	if (removed > 0)
+		fsync_fname(dir, true);
+	return removed;
+}
+
+/*
  * kl_check_adoptable
- *		Read and check in full a batch directory the catalog does not know.
- *		ERROR (XX001, with a hint that works) when it cannot be adopted.
+ *		Read and check in full a batch directory the catalog does not know
+ *		(an expired one: its manifest).  ERROR (XX001, with a hint that
+ *		works) when it cannot be adopted.  b->expired says whether it is an
+ *		expired batch.
  */
 void
 kl_check_adoptable(KlSource *src, int32 partition, const char *dir, const char *name,
@@ -206,6 +299,8 @@ kl_check_adoptable(KlSource *src, int32 partition, const char *dir, const char *
 		char	   *problem;
 		int			bad;
 
+		bool		expired = kl_expired_on_disk(dir);
+
 		kl_read_manifest(dir, b, recs, n);
 		if (strncmp(name, KL_BATCH_DIR_PREFIX(b), strlen(KL_BATCH_DIR_PREFIX(b))) != 0 ||
 			strcmp(name + strlen(KL_BATCH_DIR_PREFIX(b)), b->batch_id) != 0 ||
@@ -215,7 +310,9 @@ kl_check_adoptable(KlSource *src, int32 partition, const char *dir, const char *
 					 errmsg("batch directory \"%s\" does not match its manifest", dir),
 					 errdetail("Its manifest names batch %s of topic \"%s\" partition %d.",
 							   b->batch_id, b->topic ? b->topic : "?", b->partition)));
-		problem = kl_check_batch_files(dir, b, true, &bad);
+		/* an expired batch has its manifest only (expire.c) */
+		b->expired = expired;
+		problem = expired ? NULL : kl_check_batch_files(dir, b, true, &bad);
 		if (problem)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
@@ -283,15 +380,301 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 	b.path = pstrdup(dir);
 	b.landed_by = "recover";
 	kl_catalog_insert_batch(src, &b, recs, n);
+	if (b.expired)
+	{
+		/* the expiry committed once: finish it, and the catalog says so */
+		kl_catalog_mark_expired(src, b.batch_id, GetCurrentTransactionStartTimestamp());
+		kl_remove_record_files(dir);
+	}
+	else if (kl_has_expired_marker(dir) && unlink(kl_expired_marker_path(dir)) != 0 &&
+			 errno != ENOENT)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", kl_expired_marker_path(dir))));
 	kl_emit_recover_row(out, desc, "adopted", src, partition, b.batch_id,
-						demoted ? psprintf("%d records; %d accepted on disk were accepted elsewhere first and count as duplicates",
-										   n, demoted) :
-						psprintf("%d records", n));
+						psprintf("%d records%s%s%s", n,
+								 demoted ? psprintf("; %d accepted on disk were accepted elsewhere first and count as duplicates",
+													demoted) : "",
+								 b.expired ? "; an expired batch: its manifest and coordinates only" : "",
+								 b.ncompacted_from > 0 ?
+								 psprintf("; a compacted batch, which replaces %d batches", b.ncompacted_from) : ""));
 	if (demoted)
 		ereport(WARNING,
 				(errmsg("batch %s of source \"%s\" accepts %d event_ids that another batch accepted first",
 						b.batch_id, src->source, demoted),
 				 errdetail("They count as duplicate_event_id in the foreign table and the bridge.")));
+}
+
+/*
+ * kl_read_compacted_from
+ *		The batches a batch directory's manifest says it replaced (a batch
+ *		compact() made), into *b; false when it replaced none, or when its
+ *		manifest cannot be read (adoption then says why).  The manifest is
+ *		read in a subtransaction, whose error is the answer "no".
+ */
+static bool
+kl_read_compacted_from(const char *dir, KlBatch *b)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		ok = false;
+
+	memset(b, 0, sizeof(*b));
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		KlRecord   *recs;
+		int			n;
+
+		kl_read_manifest(dir, b, &recs, &n);
+		ok = (b->ncompacted_from > 0);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
+ * kl_list_has_name
+ *		Does a list of C strings hold this one?
+ */
+static bool
+kl_list_has_name(List *names, const char *name)
+{
+	ListCell   *cell;
+
+	foreach(cell, names)
+	{
+		if (strcmp((const char *) lfirst(cell), name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * kl_is_batch_dir
+ *		Is there a directory under that name?
+ */
+static bool
+kl_is_batch_dir(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * kl_find_replaced
+ *		The entry of a sorted list of KlReplaced for a batch id, or NULL.
+ */
+static KlReplaced *
+kl_find_replaced(List *replaced, const char *id)
+{
+	ListCell   *cell;
+
+	foreach(cell, replaced)
+	{
+		KlReplaced *r = lfirst(cell);
+		int			cmp = strcmp(r->old_id, id);
+
+		if (cmp == 0)
+			return r;
+		if (cmp > 0)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * kl_classify_unknown
+ *		What a batch directory of a partition that the catalog does not know
+ *		is, in the light of compaction (see compact.c):
+ *		- KL_UNKNOWN_PENDING: a compaction of this transaction replaced it
+ *		  (it goes at commit; a rollback would bring its rows back): leave
+ *		  it alone;
+ *		- KL_UNKNOWN_REPLACED: a committed compaction replaced it and the
+ *		  batch that holds its records now (*other) is on disk: remove it;
+ *		- KL_UNKNOWN_ORPHANED: the same, but that batch's directory is
+ *		  missing: this is the only copy left; leave it (recover() forgets
+ *		  the missing batch first, and then adopts this one);
+ *		- KL_UNKNOWN_UNCOMMITTED: a compacted batch whose compaction never
+ *		  committed, every batch it replaces still on disk: remove it;
+ *		- KL_UNKNOWN_COMPLETE: a compacted batch, and some batch it replaces
+ *		  is gone from the disk (a catalog older than the compaction): it is
+ *		  the only complete copy, and its swap is completed;
+ *		- KL_UNKNOWN_ADOPTABLE: anything else, adopted (or refused) as any
+ *		  batch.
+ *		replaced is kl_catalog_replaced_batches of the partition; *compacted
+ *		gets the manifest of a compacted batch.
+ */
+KlUnknownBatch
+kl_classify_unknown(const char *part_dir, const char *name, List *replaced, char **other,
+					KlBatch *compacted)
+{
+	char	   *dir = psprintf("%s/%s", part_dir, name);
+	KlReplaced *r;
+
+	*other = NULL;
+	if (kl_undo_removal_pending(dir))
+		return KL_UNKNOWN_PENDING;
+	r = kl_find_replaced(replaced, name + strlen("batch="));
+	if (r != NULL && r->mine)
+		return KL_UNKNOWN_PENDING;
+	if (r != NULL)
+	{
+		*other = r->new_id;
+		return kl_is_batch_dir(psprintf("%s/batch=%s", part_dir, r->new_id)) ?
+			KL_UNKNOWN_REPLACED : KL_UNKNOWN_ORPHANED;
+	}
+	if (!kl_catalog_has_lifecycle() || !kl_read_compacted_from(dir, compacted))
+		return KL_UNKNOWN_ADOPTABLE;
+	for (int i = 0; i < compacted->ncompacted_from; i++)
+	{
+		if (!kl_is_batch_dir(psprintf("%s/batch=%s", part_dir, compacted->compacted_from[i])))
+			return KL_UNKNOWN_COMPLETE;
+	}
+	return KL_UNKNOWN_UNCOMMITTED;
+}
+
+/*
+ * kl_complete_compaction
+ *		A compacted batch the catalog does not know is the only complete
+ *		copy of its records (KL_UNKNOWN_COMPLETE): forget the batches it
+ *		replaced that the catalog still lists, remove at commit those still
+ *		on disk, and adopt it.  Names of on_disk that it replaced are added
+ *		to *handled, so that they are not adopted.
+ */
+static void
+kl_complete_compaction(KlSource *src, int32 partition, const char *part_dir, const char *name,
+					   const KlBatch *compacted, List *known, List **handled,
+					   Tuplestorestate *out, TupleDesc desc)
+{
+	for (int i = 0; i < compacted->ncompacted_from; i++)
+	{
+		const char *id = compacted->compacted_from[i];
+		char	   *old_name = psprintf("batch=%s", id);
+		char	   *old_dir = psprintf("%s/%s", part_dir, old_name);
+		KlBatch		old;
+
+		if (kl_list_has_name(known, id))
+		{
+			memset(&old, 0, sizeof(old));
+			strlcpy(old.batch_id, id, sizeof(old.batch_id));
+			old.partition = partition;
+			(void) kl_parse_batch_name(old_name, &old.first_offset, &old.last_offset);
+			kl_catalog_forget_batch(src, &old);
+		}
+		if (kl_is_batch_dir(old_dir))
+			kl_undo_remove_tree_at_commit(old_dir, src->source_id, "recover()");
+		*handled = lappend(*handled, old_name);
+	}
+	kl_adopt_batch(src, partition, psprintf("%s/%s", part_dir, name), name, out, desc);
+}
+
+/*
+ * kl_recover_unknown
+ *		The batch directories of a partition that the catalog does not know
+ *		(not strays): leftovers of compactions first, then adoption.
+ *		Returns the number of changes.
+ */
+static int
+kl_recover_unknown(KlSource *src, int32 partition, const char *part_dir, List *unknown,
+				   List *known, Tuplestorestate *out, TupleDesc desc)
+{
+	List	   *replaced = kl_catalog_replaced_batches(src, partition);
+	List	   *handled = NIL;
+	List	   *complete = NIL;
+	ListCell   *cell;
+	int			changes = 0;
+
+	foreach(cell, unknown)
+	{
+		const char *name = lfirst(cell);
+		char	   *dir = psprintf("%s/%s", part_dir, name);
+		char	   *other;
+		KlBatch    *compacted = palloc0(sizeof(KlBatch));
+
+		CHECK_FOR_INTERRUPTS();
+		switch (kl_classify_unknown(part_dir, name, replaced, &other, compacted))
+		{
+			case KL_UNKNOWN_PENDING:
+				handled = lappend(handled, (char *) name);
+				break;
+			case KL_UNKNOWN_REPLACED:
+				kl_remove_tree(dir);
+				kl_emit_recover_row(out, desc, "removed_replaced", src, partition,
+									name + strlen("batch="),
+									psprintf("a committed compaction replaced it with batch %s, which holds its records; a crash had left its directory",
+											 other));
+				handled = lappend(handled, (char *) name);
+				changes++;
+				break;
+			case KL_UNKNOWN_ORPHANED:
+				ereport(WARNING,
+						(errmsg("batch directory \"%s\" was replaced by batch %s, whose directory is missing",
+								dir, other),
+						 errdetail("It is left where it is: it holds records the catalog lists under batch %s.", other),
+						 errhint("Restore batch %s from a backup, or run kafka_lake.recover('%s'): it forgets the missing batch and adopts this one.",
+								 other, src->source)));
+				handled = lappend(handled, (char *) name);
+				break;
+			case KL_UNKNOWN_UNCOMMITTED:
+				kl_remove_tree(dir);
+				kl_emit_recover_row(out, desc, "removed_uncommitted", src, partition,
+									name + strlen("batch="),
+									psprintf("its compaction did not commit: the %d batches it would replace hold its records",
+											 compacted->ncompacted_from));
+				handled = lappend(handled, (char *) name);
+				changes++;
+				break;
+			case KL_UNKNOWN_COMPLETE:
+				complete = lappend(complete, list_make2((char *) name, compacted));
+				break;
+			case KL_UNKNOWN_ADOPTABLE:
+				break;
+		}
+	}
+	foreach(cell, complete)
+	{
+		List	   *pair = lfirst(cell);
+		const char *name = linitial(pair);
+
+		if (kl_list_has_name(handled, name))
+			continue;
+		kl_complete_compaction(src, partition, part_dir, name, lsecond(pair), known,
+							   &handled, out, desc);
+		handled = lappend(handled, (char *) name);
+		changes++;
+	}
+	foreach(cell, unknown)
+	{
+		const char *name = lfirst(cell);
+
+		if (kl_list_has_name(handled, name))
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		kl_adopt_batch(src, partition, psprintf("%s/%s", part_dir, name), name, out, desc);
+		changes++;
+	}
+	return changes;
 }
 
 /*
@@ -410,9 +793,21 @@ kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplesto
 		u.landed_by = "recover";
 		kl_catalog_insert_batch(src, &u, recs, n);
 		kl_catalog_mark_readmitted(src, u.readmit_of, offsets, n, true);
+		if (u.expired)
+		{
+			/* a unit expires with its batch (expire.c): finish it */
+			kl_catalog_mark_expired(src, u.batch_id, GetCurrentTransactionStartTimestamp());
+			kl_remove_record_files(dir);
+		}
+		else if (kl_has_expired_marker(dir) && unlink(kl_expired_marker_path(dir)) != 0 &&
+				 errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\": %m", kl_expired_marker_path(dir))));
 		kl_emit_recover_row(out, desc, "adopted", src, partition, u.batch_id,
-							psprintf("readmit unit of batch %s: %d records%s", u.readmit_of, n,
-									 demoted ? psprintf("; %d accepted on disk were accepted elsewhere first and count as duplicates", demoted) : ""));
+							psprintf("readmit unit of batch %s: %d records%s%s", u.readmit_of, n,
+									 demoted ? psprintf("; %d accepted on disk were accepted elsewhere first and count as duplicates", demoted) : "",
+									 u.expired ? "; an expired unit: its manifest and coordinates only" : ""));
 		adopted++;
 	}
 	return adopted;
@@ -428,7 +823,8 @@ kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplesto
  *		landed data: it is left where it is, with a WARNING, and never stops
  *		the partition.  A directory that looks like a batch but disagrees
  *		with its manifest may be a damaged batch: that is an ERROR (XX001)
- *		whose hint says what to do.
+ *		whose hint says what to do.  What a compaction left (compact.c) is
+ *		removed, or its swap completed, before anything is adopted.
  */
 int
 kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
@@ -438,6 +834,7 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 	char	   *marker = psprintf("-p%d-", partition);
 	List	   *on_disk;
 	List	   *known;
+	List	   *unknown = NIL;
 	ListCell   *cell;
 	ListCell   *kc;
 	int			changes = 0;
@@ -485,24 +882,32 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 								kl_stray_detail(name, reason));
 			continue;
 		}
-		kl_adopt_batch(src, partition, psprintf("%s/%s", part_dir, name), name, out, desc);
-		changes++;
+		unknown = lappend(unknown, (char *) name);
 	}
+	if (unknown != NIL)
+		changes += kl_recover_unknown(src, partition, part_dir, unknown, known, out, desc);
 	return changes + kl_adopt_readmits(src, partition, part_dir, out, desc);
 }
 
 /*
- * kl_forget_missing_batches
- *		recover() only: the batches of a partition the caller owns whose
- *		directories are gone (a damaged batch moved away, a deleted one) are
- *		forgotten, with the event_ids they reserved, so that replay() can
- *		land their offsets again.  Their files cannot come back by
- *		themselves; a copy put back later is adopted like any other batch.
- *		Nothing is forgotten while the source's directory or its marker is
- *		missing (an unmounted landing directory loses no batch).
+ * kl_check_known_batches
+ *		recover() only, for the batches of a partition the caller owns that
+ *		the catalog lists:
+ *		- those whose directories are gone (a damaged batch moved away, a
+ *		  deleted one) are forgotten, with the event_ids they reserved, so
+ *		  that replay() can land their offsets again.  Their files cannot
+ *		  come back by themselves; a copy put back later is adopted like any
+ *		  other batch.  Nothing is forgotten while the source's directory or
+ *		  its marker is missing (an unmounted landing directory loses no
+ *		  batch);
+ *		- an expired batch whose record files are still there (its expiry
+ *		  committed, and the backend died before it removed them) loses
+ *		  them, and gets its marker back if it lost it; a batch that is not
+ *		  expired but carries a marker (an expiry that did not commit) loses
+ *		  the marker (expire.c).
  */
 static void
-kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
+kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, TupleDesc desc)
 {
 	KlBounds	bounds;
 	int64		total;
@@ -515,11 +920,52 @@ kl_forget_missing_batches(KlSource *src, int32 partition, Tuplestorestate *out, 
 	foreach(cell, kl_catalog_scan_batches(src, &bounds, 0, &total))
 	{
 		KlBatch    *b = lfirst(cell);
+		char	   *dir = psprintf("%s/%s%s", part_dir, KL_BATCH_DIR_PREFIX(b), b->batch_id);
 		struct stat st;
 
-		if (lstat(psprintf("%s/%s%s", part_dir, KL_BATCH_DIR_PREFIX(b), b->batch_id), &st) != 0 &&
-			errno == ENOENT)
-			gone = lappend(gone, b);
+		CHECK_FOR_INTERRUPTS();
+		if (lstat(dir, &st) != 0)
+		{
+			if (errno == ENOENT)
+				gone = lappend(gone, b);
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		if (b->expired)
+		{
+			bool		rewrote = false;
+			int			removed;
+
+			if (!kl_has_expired_marker(dir))
+			{
+				kl_write_expired_marker(dir, b->batch_id, b->expired_at);
+				rewrote = true;
+			}
+			removed = kl_remove_record_files(dir);
+			if (rewrote || removed > 0)
+				kl_emit_recover_row(out, desc, "finished_expiry", src, partition, b->batch_id,
+									psprintf("the batch expired%s%s",
+											 removed > 0 ? psprintf("; %d record files were still there and were removed", removed) : "",
+											 rewrote ? "; its EXPIRED marker was written again" : ""));
+		}
+		else if (kl_has_expired_marker(dir))
+		{
+			/*
+			 * Not this transaction's own expiry: its catalog would say
+			 * expired.  Another session's cannot be open either: it would
+			 * own the partition.
+			 */
+			char	   *marker = kl_expired_marker_path(dir);
+
+			if (unlink(marker) != 0 && errno != ENOENT)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not remove file \"%s\": %m", marker)));
+			fsync_fname(dir, true);
+			kl_emit_recover_row(out, desc, "undid_expiry", src, partition, b->batch_id,
+								"an expiry of this batch did not commit: its EXPIRED marker was removed, the batch is whole");
+		}
 	}
 	if (gone == NIL)
 		return;
@@ -585,7 +1031,7 @@ kafka_lake_recover(PG_FUNCTION_ARGS)
 								src, p, NULL, "another session is landing this partition");
 			continue;
 		}
-		kl_forget_missing_batches(src, p, rsinfo->setResult, rsinfo->setDesc);
+		kl_check_known_batches(src, p, rsinfo->setResult, rsinfo->setDesc);
 		kl_recover_partition(src, p, rsinfo->setResult, rsinfo->setDesc);
 	}
 	return (Datum) 0;

@@ -38,6 +38,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "bridge.h"
 #include "catalog.h"
 #include "contract_catalog.h"
 #include "fileundo.h"
@@ -140,6 +141,8 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 
 	kl_catalog_create_records_table(source, fs->servername, topic);
 	kl_create_events_table(source, fs->servername, c);
+	if (kl_catalog_has_contracts())
+		kl_silver_ensure(kl_source_lookup(source), c);
 
 	PG_RETURN_VOID();
 }
@@ -189,6 +192,7 @@ kafka_lake_drop_source(PG_FUNCTION_ARGS)
 		get_parent_directory(root);
 		kl_settle_displaced(root, src->source);
 	}
+	kl_bridge_drop_definitions(src->source_id, src->source);
 	kl_catalog_delete_source(src);
 
 	/*

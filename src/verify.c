@@ -22,6 +22,14 @@
  * check it as cheaply as the others: the one thing verify() writes, and only
  * to the catalog.
  *
+ * Expired batches (expire.c) are checked for what they keep: the manifest
+ * (by SHA-256) and the EXPIRED marker; record files still there are an
+ * unfinished expiry, which recover() finishes, never damage.  What a
+ * compaction left on disk (a replaced batch after a crash, a compacted
+ * batch that never committed: recover.c) is reported as
+ * compaction_leftover, which recover() removes.  So once recover() has
+ * run, verify() is clean after any crash.
+ *
  * IDENTIFICATION
  *	  src/verify.c
  *
@@ -42,6 +50,7 @@
 #include "batch_format.h"
 #include "batch_read.h"
 #include "catalog.h"
+#include "catalog_lifecycle.h"
 #include "compat.h"
 #include "digest.h"
 #include "landing_files.h"
@@ -103,13 +112,15 @@ kl_damaged_action(KlSource *src, const char *dir, const KlBatch *b)
  */
 static void
 kl_verify_unknown(ReturnSetInfo *rsinfo, KlSource *src, int32 partition, const char *part_dir,
-				  const char *name)
+				  const char *name, List *replaced)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	char	   *reason = kl_stray_reason(part_dir, name);
 	char	   *dir = psprintf("%s/%s", part_dir, name);
 	ErrorData  *edata = NULL;
+	char	   *other;
+	KlBatch		compacted;
 
 	if (reason != NULL)
 	{
@@ -119,6 +130,37 @@ kl_verify_unknown(ReturnSetInfo *rsinfo, KlSource *src, int32 partition, const c
 									part_dir));
 		return;
 	}
+
+	/* what a compaction left (compact.c, recover.c) */
+	switch (kl_classify_unknown(part_dir, name, replaced, &other, &compacted))
+	{
+		case KL_UNKNOWN_PENDING:
+			return;
+		case KL_UNKNOWN_REPLACED:
+			kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL,
+							   "compaction_leftover",
+							   psprintf("a committed compaction replaced it with batch %s, which holds its records", other),
+							   psprintf("Run kafka_lake.recover('%s'): it removes the directory.", src->source));
+			return;
+		case KL_UNKNOWN_ORPHANED:
+			kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL,
+							   "compaction_leftover",
+							   psprintf("a committed compaction replaced it with batch %s, whose directory is missing", other),
+							   psprintf("Restore batch %s from a backup, or run kafka_lake.recover('%s'): it forgets the missing batch and adopts this one.",
+										other, src->source));
+			return;
+		case KL_UNKNOWN_UNCOMMITTED:
+			kl_emit_verify_row(rsinfo, name + strlen("batch="), src, partition, NULL,
+							   "compaction_leftover",
+							   psprintf("a compacted batch whose compaction did not commit; the %d batches it would replace hold its records",
+										compacted.ncompacted_from),
+							   psprintf("Run kafka_lake.recover('%s'): it removes the directory.", src->source));
+			return;
+		case KL_UNKNOWN_COMPLETE:
+		case KL_UNKNOWN_ADOPTABLE:
+			break;
+	}
+
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(caller);
 	PG_TRY();
@@ -229,18 +271,57 @@ kl_verify(FunctionCallInfo fcinfo)
 							   "missing_batch", detail, action);
 			continue;
 		}
-		/* the files against the catalog's copy of their checks */
-		problem = kl_check_batch_files(dir, cat, true, &bad);
-		if (problem)
+		if (cat->expired)
 		{
-			char	   *colon = strchr(problem, ':');
-			char	   *action = kl_damaged_action(src, dir, cat);
+			/* expired: its manifest is left, and the marker that says why */
+			for (int f = 0; f < KL_NFILES; f++)
+			{
+				if (lstat(psprintf("%s/%s", dir, kl_file_names[f]), &st) == 0)
+				{
+					MemoryContextSwitchTo(old);
+					kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, kl_file_names[f],
+									   "expiry_unfinished",
+									   "the batch expired, but this record file is still there",
+									   psprintf("Run kafka_lake.recover('%s'): it removes the record files of expired batches.",
+												src->source));
+					MemoryContextSwitchTo(per_batch);
+				}
+			}
+			if (!kl_has_expired_marker(dir))
+			{
+				MemoryContextSwitchTo(old);
+				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, KL_EXPIRED_MARKER,
+								   "missing_file",
+								   psprintf("the batch expired, but %s has no %s marker", dir, KL_EXPIRED_MARKER),
+								   psprintf("Run kafka_lake.recover('%s'): it writes the marker again (without it, a catalog that lost the batch could not adopt it).",
+											src->source));
+				MemoryContextSwitchTo(per_batch);
+			}
+		}
+		else
+		{
+			/* the files against the catalog's copy of their checks */
+			problem = kl_check_batch_files(dir, cat, true, &bad);
+			if (problem)
+			{
+				char	   *colon = strchr(problem, ':');
+				char	   *action = kl_damaged_action(src, dir, cat);
 
-			MemoryContextSwitchTo(old);
-			kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition,
-							   bad >= 0 ? kl_file_names[bad] : NULL,
-							   pnstrdup(problem, colon - problem), colon + 2, action);
-			continue;
+				MemoryContextSwitchTo(old);
+				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition,
+								   bad >= 0 ? kl_file_names[bad] : NULL,
+								   pnstrdup(problem, colon - problem), colon + 2, action);
+				continue;
+			}
+			if (kl_has_expired_marker(dir))
+			{
+				MemoryContextSwitchTo(old);
+				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, KL_EXPIRED_MARKER,
+								   "expiry_unfinished",
+								   "the batch carries an EXPIRED marker, but its expiry did not commit: the batch is whole",
+								   psprintf("Run kafka_lake.recover('%s'): it removes the marker.", src->source));
+				MemoryContextSwitchTo(per_batch);
+			}
 		}
 		/* the manifest against the catalog */
 		{
@@ -294,6 +375,7 @@ kl_verify(FunctionCallInfo fcinfo)
 		char	   *part_dir = kl_partition_dir(src, p);
 		ListCell   *dc;
 		char	   *marker = psprintf("-p%d-", p);
+		List	   *replaced = kl_catalog_replaced_batches(src, p);
 
 		/* batches, and readmit units (readmit.c) */
 		foreach(dc, list_concat(kl_list_dir(part_dir, "batch="), kl_list_dir(part_dir, "readmit=")))
@@ -312,7 +394,7 @@ kl_verify(FunctionCallInfo fcinfo)
 				}
 			}
 			if (!found)
-				kl_verify_unknown(rsinfo, src, p, part_dir, (char *) lfirst(dc));
+				kl_verify_unknown(rsinfo, src, p, part_dir, (char *) lfirst(dc), replaced);
 		}
 		foreach(dc, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
 		{

@@ -3,8 +3,8 @@
 -- status, an ISO timestamp whose business date is read in Europe/Berlin, and a field taken
 -- from a Kafka header: landed, deduplicated by order_id, quarantined with reasons, and
 -- queried through the typed table kafka_lake.orders70_events (columns of the fields' SQL
--- types, pruning, EXPLAIN, the same integrity checks).  The bridge refuses the source for
--- now (0A000).  Needs the broker and kcat.
+-- types, pruning, EXPLAIN, the same integrity checks), and bridged (test 75 bridges orders
+-- end to end).  Needs the broker and kcat.
 SELECT plan(27);
 
 -- a value produced with Kafka headers (kcat -H), from SQL
@@ -164,11 +164,10 @@ SELECT kl_test.sh(format('cp %2$s/orders70.acc %1$s/accepted.jsonl',
                           FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id) WHERE s.source = 'orders70'),
                          (SELECT value FROM kl_test.env WHERE name = 'broker_dir'))) IS NOT NULL AS restored;
 
--- the bridge reads machine_event_v1 only, for now: a clear refusal, nothing written
-SELECT throws_ok($$SELECT * FROM kafka_lake.bridge('orders70', '2026-06-29')$$, '0A000', NULL,
-                 'bridge() refuses a source whose contract is not machine_event_v1');
-SELECT is((SELECT count(*) FROM kafka_lake.adapter_versions a JOIN kafka_lake.sources s USING (source_id)
-           WHERE s.source = 'orders70'), 0::bigint, 'and writes nothing');
+-- the bridge reads any contract with a business date (test 75 has the details)
+SELECT results_eq($$SELECT selected_events, run_status, silver_rows FROM kafka_lake.bridge('orders70', '2026-06-29')$$,
+                  $$VALUES (1, 'processed', 1)$$, 'bridge() bridges the orders of a date');
+SELECT is((SELECT order_id FROM kafka_lake.orders70_silver), 'ord-2', 'into the source''s silver table');
 
 SELECT lives_ok($$SELECT kafka_lake.drop_source('orders70', drop_landing => true)$$,
                 'drop_source drops both foreign tables');

@@ -20,13 +20,13 @@ q -d $db -c "CREATE EXTENSION kafka_lake VERSION '1.0' CASCADE" >/dev/null 2>&1
 
 q -d $db >/dev/null <<SQL
 CREATE SERVER cu_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP');
-SELECT kafka_lake.create_source('cu_src', 'cu_srv', '$topic');
-SELECT count(*) FROM kafka_lake.land('cu_src');
+SELECT kafka_lake.create_source('cl_src', 'cu_srv', '$topic');
+SELECT count(*) FROM kafka_lake.land('cl_src');
 GRANT USAGE ON SCHEMA kafka_lake TO $role;
 GRANT EXECUTE ON FUNCTION kafka_lake.bridge(text, date) TO $role;
 SQL
-date=$(q -d $db -c "SELECT business_date FROM kafka_lake.cu_src_records WHERE status = 'accepted' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
-is "$(q -d $db -c "SET ROLE $role" -c "SELECT run_status || ' ' || snapshot_status FROM kafka_lake.bridge('cu_src', '$date')")" \
+date=$(q -d $db -c "SELECT business_date FROM kafka_lake.cl_src_records WHERE status = 'accepted' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
+is "$(q -d $db -c "SET ROLE $role" -c "SELECT run_status || ' ' || snapshot_status FROM kafka_lake.bridge('cl_src', '$date')")" \
 	"processed published" "at 1.0, a granted role bridges a date"
 is "$(q -d $db -c "SELECT to_regclass('kafka_lake.partition_state') IS NULL")" t \
 	"at 1.0, land() with this build needs no partition_state"
@@ -38,12 +38,12 @@ ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null" "ALTER EXTENSION
 is "$(q -d $db -c "SELECT has_function_privilege('$role', 'kafka_lake.bridge(text, date, boolean)', 'EXECUTE'),
 	has_function_privilege('public', 'kafka_lake.bridge(text, date, boolean)', 'EXECUTE')")" "t|f" \
 	"whoever could execute bridge() still can, PUBLIC still cannot"
-is "$(q -d $db -c "SET ROLE $role" -c "SELECT run_status FROM kafka_lake.bridge('cu_src', '$date')")" "skipped" \
+is "$(q -d $db -c "SET ROLE $role" -c "SELECT run_status FROM kafka_lake.bridge('cl_src', '$date')")" "skipped" \
 	"a call with two arguments still works: the date is unchanged"
 is "$(q -d $db -c "SELECT closing_status FROM kafka_lake.snapshots") $(q -d $db -c "SELECT DISTINCT closing_status FROM kafka_lake.gold_current")" \
 	"provisional provisional" "the 1.0 snapshot and its gold are provisional"
 
-is "$(q -d $db -c "SELECT status || ' ' || (snapshot_id > $snap) FROM kafka_lake.close_date('cu_src', '$date')")" "closed true" \
+is "$(q -d $db -c "SELECT status || ' ' || (snapshot_id > $snap) FROM kafka_lake.close_date('cl_src', '$date')")" "closed true" \
 	"close_date() closes the date 1.0 bridged, as a new snapshot"
 is "$(q -d $db -c "SELECT DISTINCT closing_status FROM kafka_lake.gold_current") $(q -d $db -c "SELECT count(*) FROM kafka_lake.runs")" \
 	"closed 1" "its gold is closed: the 1.0 run's gold, published again (no new run)"
