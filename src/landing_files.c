@@ -917,7 +917,7 @@ kl_unit_write(KlUnitWrite *u, const volatile bool *cancel)
  *		On the backend: raise the writer's failure, if it had one.
  */
 static void
-kl_unit_report(KlUnitWrite *u)
+kl_out_report(KlUnitWrite *u)
 {
 	errno = u->failed_errno;
 	switch (u->failed_op)
@@ -955,6 +955,17 @@ kl_unit_report(KlUnitWrite *u)
 			elog(ERROR, "the writing of batch %s was stopped", u->out->batch_id);
 			break;
 	}
+}
+
+/*
+ * kl_unit_report
+ *		On the backend: raise the writer's failure, if it had one, or that
+ *		it did not finish.
+ */
+static void
+kl_unit_report(KlUnitWrite *u)
+{
+	kl_out_report(u);
 	if (!u->written)
 		elog(ERROR, "batch %s was not written", u->out->batch_id);
 }
@@ -1034,7 +1045,89 @@ struct KlBatchWriter
 	char	   *part_dir;
 	char	   *final;			/* <partition dir>/batch=<id> */
 	KlOutFile	files[KL_NFILES + 1];	/* the JSONL files, then manifest.json */
+	KlUnitWrite failure;		/* where kl_out_flush records a failure */
+	KlBatch		named;			/* names the batch in a report */
+	MemoryContextCallback free_digests;
 };
+
+/*
+ * kl_batch_writer_free_digests
+ *		The digest contexts are OpenSSL's: freed with the writer's memory
+ *		context, on every path (the files are transient files, closed by
+ *		PostgreSQL at abort).
+ */
+static void
+kl_batch_writer_free_digests(void *arg)
+{
+	KlBatchWriter *w = arg;
+
+	for (int i = 0; i <= KL_NFILES; i++)
+	{
+		if (w->files[i].sha)
+			kl_sha256_thread_free(w->files[i].sha);
+		w->files[i].sha = NULL;
+	}
+}
+
+/*
+ * kl_batch_writer_flush
+ *		kl_out_flush, on the backend: a failure is raised at once.
+ */
+static void
+kl_batch_writer_flush(KlBatchWriter *w, KlOutFile *f)
+{
+	if (!kl_out_flush(&w->failure, f))
+		kl_out_report(&w->failure);
+}
+
+/*
+ * kl_batch_writer_open_file
+ *		Create one file of the batch (a transient file: closed at abort).
+ */
+static void
+kl_batch_writer_open_file(KlBatchWriter *w, int slot, const char *name)
+{
+	KlOutFile  *f = &w->files[slot];
+
+	kl_out_buffer(f, slot, 0);
+	f->path = psprintf("%s/%s", w->staging, name);
+	f->fd = OpenTransientFile(f->path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (f->fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", f->path)));
+	f->sha = kl_sha256_thread_ctx();
+	if (f->sha == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("OpenSSL could not allocate a digest context for a batch file.")));
+	kl_sha256_thread_init(f->sha);
+}
+
+/*
+ * kl_batch_writer_close_file
+ *		Flush, fsync and close one file; fill in its checks.
+ */
+static void
+kl_batch_writer_close_file(KlBatchWriter *w, KlOutFile *f)
+{
+	uint8		digest[KL_SHA256_LEN];
+
+	kl_batch_writer_flush(w, f);
+	if (pg_fsync(f->fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", f->path)));
+	if (CloseTransientFile(f->fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", f->path)));
+	f->fd = -1;
+	kl_sha256_thread_final(f->sha, digest);
+	kl_hex(digest, KL_SHA256_LEN, f->info.sha256);
+	f->info.crc32c = kl_crc32c_final(f->crc);
+}
 
 /*
  * kl_out_write
@@ -1043,7 +1136,7 @@ struct KlBatchWriter
  *		they hold.
  */
 static void
-kl_out_write(KlOutFile *f, const char *data, size_t len, int64 lines)
+kl_out_write(KlBatchWriter *w, KlOutFile *f, const char *data, size_t len, int64 lines)
 {
 	f->info.lines += lines;
 	if (f->buf->len + len < KL_WRITE_CHUNK)
@@ -1051,13 +1144,13 @@ kl_out_write(KlOutFile *f, const char *data, size_t len, int64 lines)
 		appendBinaryStringInfo(f->buf, data, len);
 		return;
 	}
-	kl_out_flush(f);
+	kl_batch_writer_flush(w, f);
 	while (len > 0)
 	{
 		size_t		n = Min(len, (size_t) KL_WRITE_CHUNK);
 
 		appendBinaryStringInfo(f->buf, data, n);
-		kl_out_flush(f);
+		kl_batch_writer_flush(w, f);
 		data += n;
 		len -= n;
 	}
@@ -1083,6 +1176,13 @@ kl_batch_writer_new(KlSource *src, int32 partition, const char *batch_id)
 	w->final = psprintf("%s/batch=%s", w->part_dir, batch_id);
 	kl_random_hex(rnd);
 	w->staging = psprintf("%s/batch=%s-p%d-%s", w->staging_root, batch_id, partition, rnd);
+	for (int i = 0; i <= KL_NFILES; i++)
+		w->files[i].fd = -1;
+	strlcpy(w->named.batch_id, batch_id, sizeof(w->named.batch_id));
+	w->failure.out = &w->named;
+	w->free_digests.func = kl_batch_writer_free_digests;
+	w->free_digests.arg = w;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &w->free_digests);
 	return w;
 }
 
@@ -1116,8 +1216,8 @@ kl_batch_writer_open(KlBatchWriter *w)
 				(errcode_for_file_access(),
 				 errmsg("could not create directory \"%s\": %m", w->staging)));
 	for (int i = 0; i < KL_NFILES; i++)
-		kl_out_open(&w->files[i], psprintf("%s/%s", w->staging, kl_file_names[i]), i);
-	kl_out_open(&w->files[KL_NFILES], psprintf("%s/manifest.json", w->staging), KL_NFILES);
+		kl_batch_writer_open_file(w, i, kl_file_names[i]);
+	kl_batch_writer_open_file(w, KL_NFILES, "manifest.json");
 }
 
 /*
@@ -1129,7 +1229,7 @@ void
 kl_batch_writer_append(KlBatchWriter *w, int file, const char *data, size_t len, int64 lines)
 {
 	Assert(file >= 0 && file <= KL_NFILES);
-	kl_out_write(&w->files[file], data, len, lines);
+	kl_out_write(w, &w->files[file], data, len, lines);
 }
 
 /*
@@ -1142,7 +1242,7 @@ kl_batch_writer_close_records(KlBatchWriter *w, KlBatch *b)
 {
 	for (int i = 0; i < KL_NFILES; i++)
 	{
-		kl_out_close(&w->files[i]);
+		kl_batch_writer_close_file(w, &w->files[i]);
 		b->files[i] = w->files[i].info;
 	}
 }
@@ -1157,7 +1257,7 @@ kl_batch_writer_close(KlBatchWriter *w, KlBatch *b)
 {
 	KlOutFile  *mf = &w->files[KL_NFILES];
 
-	kl_out_close(mf);
+	kl_batch_writer_close_file(w, mf);
 	strlcpy(b->manifest_sha256, mf->info.sha256, sizeof(b->manifest_sha256));
 	b->manifest_bytes = mf->info.bytes;
 	b->manifest_crc32c = mf->info.crc32c;
