@@ -279,14 +279,15 @@ kl_field_instant(const KlBridgeField *fd, const KlCsvValue *v, TimestampTz *inst
 }
 
 /*
- * kl_bridge_select
+ * kl_bridge_select_events
  *		Pass 1.  Every accepted event of the date, in (partition, offset)
  *		order, becomes one canonical CSV line, written to a temporary file
- *		and hashed on the way; the source-side check numbers are counted at
- *		the same time.  ERROR P0002 when there is no event.
+ *		and hashed on the way (by the writing thread, bridge_adapter.c, one
+ *		buffer while this fills the next); the source-side check numbers are
+ *		counted at the same time.  ERROR P0002 when there is no event.
  */
-void
-kl_bridge_select(KlBridge *b, List *batches)
+static void
+kl_bridge_select_events(KlBridge *b, List *batches)
 {
 	MemoryContext batch_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge batch",
 													ALLOCSET_DEFAULT_SIZES);
@@ -569,8 +570,30 @@ kl_bridge_select(KlBridge *b, List *batches)
 
 	/* finish the file: the last bytes, the digest, fsync */
 	kl_bridge_write(b, sha, &out);
+	kl_bridge_write_wait(b);
 	kl_sha256_final(sha, digest);
 	kl_hex(digest, KL_SHA256_LEN, b->source_hash);
 	kl_bridge_close_csv(b);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * kl_bridge_select
+ *		Pass 1 (kl_bridge_select_events), with the writing thread stopped and
+ *		joined before any error goes on: no thread outlives the call or
+ *		touches the buffers and the file after an ERROR or a cancel.
+ */
+void
+kl_bridge_select(KlBridge *b, List *batches)
+{
+	PG_TRY();
+	{
+		kl_bridge_select_events(b, batches);
+	}
+	PG_CATCH();
+	{
+		kl_bridge_write_stop(b);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
