@@ -27,6 +27,16 @@
  * passes a buffer of its own (kl_reader_open_buffer), which is reused from
  * file to file instead of being allocated, faulted in and freed for each.
  *
+ * Reading ahead.  The bridge reads the next batch's file while it parses
+ * the current one (kl_reader_open_ahead): the file is opened and its size
+ * checked on the backend, then read, its lines counted and its CRC-32C
+ * computed on a thread of its own, and kl_reader_wait joins it and gives
+ * the same verdict as kl_reader_open_buffer before any line is used.  The
+ * thread runs with every signal blocked and calls nothing of PostgreSQL
+ * but the CRC-32C (pure code); a read error is a result the backend
+ * reports.  The caller stops and joins it in its PG_CATCH (kl_reader_stop)
+ * before an ERROR goes on, since the abort closes the file it reads.
+ *
  * Batches that are gone on purpose.  The foreign table and the bridge read
  * no batch whose record files expire() removed: a set of batches that holds
  * one is refused whole, naming the expired dates (kl_refuse_expired).  A

@@ -11,6 +11,25 @@
  * it: its name is its SHA-256, so a file of that size there is this content
  * and stays; ours is then dropped once silver is loaded from it.
  *
+ * THE WRITING THREAD
+ *
+ * Pass 1 fills a 1 MB buffer of CSV lines; kl_bridge_write hands it to a
+ * thread that feeds it to SHA-256 (OpenSSL), write(2)s it and starts its
+ * writeback, while the backend fills a second buffer: the two halves of the
+ * work then run on two cores.  The thread is created per buffer (about 260
+ * per million events, some 30 microseconds each) and joined before the
+ * next one starts, before the digest is finished and the file fsynced, so
+ * at most one is out and none outlives pass 1.  It runs with every signal
+ * blocked (cancel and timeouts are the backend's), calls nothing of
+ * PostgreSQL (no palloc, no ereport: a failed write or digest is a result,
+ * reported by the backend after the join, with the message a synchronous
+ * write gave), and reads only the buffer the backend does not touch until
+ * the join.  Pass 1 runs inside a PG_TRY whose PG_CATCH stops and joins it
+ * (kl_bridge_write_stop) before an ERROR or a cancel goes on, so the file
+ * and buffers it uses are still there for it.  A join can wait for one
+ * write(2) of 1 MB, as the synchronous write did.  Should the thread not
+ * start, the backend does the job itself.
+ *
  * Files are not transactional, while everything else the bridge does is
  * rolled back with the caller's transaction.  So every file and directory
  * this step creates is registered with fileundo.c before it is created,

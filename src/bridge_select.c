@@ -11,7 +11,10 @@
  * what that one saw, and adopted batches count).  Each batch's manifest and
  * accepted.jsonl are checked against the catalog's copy of the manifest
  * before its first line is used (batch_read.c: manifest size and CRC-32C;
- * file size, lines, CRC-32C; a mismatch is XX001), and the lines are read
+ * file size, lines, CRC-32C; a mismatch is XX001; the next batch's file is
+ * read and checked on a read-ahead thread while this one is parsed, so a
+ * damaged batch can be reported before the lines of the one before it are
+ * all read: the call fails either way), and the lines are read
  * by the fast path of batch_format.c, which takes every line land() writes
  * (a DEBUG1 line counts the lines it did not take).  Kept: the lines whose
  * event has the date, except coordinates that recover() demoted, and, when
