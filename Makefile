@@ -28,6 +28,7 @@ OBJS = \
 	src/contract_catalog.o \
 	src/source.o \
 	src/land.o \
+	src/land_worker.o \
 	src/recover.o \
 	src/readmit.o \
 	src/verify.o \

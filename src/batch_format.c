@@ -311,6 +311,49 @@ kl_batch_coordinate_index(const KlBatch *b, int64 offset)
 static void kl_append_date(StringInfo out, bool valid, DateADT date);
 
 /*
+ * kl_append_base64
+ *		Bytes as a JSON string of their base64, encoded in place (base64
+ *		needs no escapes).  Like every appender below it allocates nothing
+ *		when the buffer has room (kl_line_bound): the landing's helper
+ *		thread writes lines with them (landing_files.c).
+ */
+static void
+kl_append_base64(StringInfo out, const char *bytes, size_t len)
+{
+	int			blen = pg_b64_enc_len(len);
+	int			n;
+
+	enlargeStringInfo(out, blen + 2);
+	out->data[out->len++] = '"';
+	n = pg_b64_encode(bytes, len, out->data + out->len, blen);
+	out->len += Max(n, 0);
+	out->data[out->len++] = '"';
+	out->data[out->len] = '\0';
+}
+
+/*
+ * kl_line_bound
+ *		An upper bound on the bytes that kl_batch_append_line and
+ *		kl_manifest_append_entry append for a record (each of them), the
+ *		room each appender reserves included: JSON escapes take at most six
+ *		bytes per input byte, base64 less.  topic_json_len is the length of
+ *		the topic as a JSON string.
+ */
+size_t
+kl_line_bound(const KlRecord *r, size_t topic_json_len)
+{
+	size_t		b = 1024 + 3 * topic_json_len;
+
+	b += 6 * (r->key_len + r->value_len) + 64;
+	b += r->event.json_len + 6 * (size_t) Max(r->event.event_id_len, 0) + 16;
+	if (r->validation_error)
+		b += 6 * strlen(r->validation_error) + 16;
+	for (int i = 0; i < r->nheaders; i++)
+		b += 6 * (strlen(r->headers[i].name) + r->headers[i].value_len) + 64;
+	return b;
+}
+
+/*
  * kl_append_key
  *		The "key" member of a kafka envelope (and key_base64 for a key that
  *		is not UTF-8).
@@ -325,13 +368,8 @@ kl_append_key(StringInfo out, const KlRecord *r)
 		kl_json_append_string(out, r->key, r->key_len);
 	else
 	{
-		int			len = pg_b64_enc_len(r->key_len);
-		char	   *b64 = palloc(len + 1);
-
-		len = pg_b64_encode(r->key, r->key_len, b64, len);
 		appendStringInfoString(out, "null, \"key_base64\": ");
-		kl_json_append_string(out, b64, len);
-		pfree(b64);
+		kl_append_base64(out, r->key, r->key_len);
 	}
 }
 
@@ -353,13 +391,8 @@ kl_append_bytes_member(StringInfo out, const char *name, const char *bytes, size
 	}
 	else
 	{
-		int			blen = pg_b64_enc_len(len);
-		char	   *b64 = palloc(blen + 1);
-
-		blen = pg_b64_encode(bytes, len, b64, blen);
 		appendStringInfoString(out, "_base64\": ");
-		kl_json_append_string(out, b64, blen);
-		pfree(b64);
+		kl_append_base64(out, bytes, len);
 	}
 }
 
@@ -443,13 +476,8 @@ kl_append_raw_value(StringInfo out, const KlRecord *r)
 	}
 	else
 	{
-		int			len = pg_b64_enc_len(r->value_len);
-		char	   *b64 = palloc(len + 1);
-
-		len = pg_b64_encode(r->value, r->value_len, b64, len);
 		appendStringInfoString(out, "\"raw_value_base64\": ");
-		kl_json_append_string(out, b64, len);
-		pfree(b64);
+		kl_append_base64(out, r->value, r->value_len);
 	}
 }
 

@@ -182,6 +182,7 @@ extern void kl_batch_describe(const char *topic, int32 partition, const KlRecord
 extern bool kl_parse_batch_name(const char *name, int64 *first, int64 *last);
 extern bool kl_parse_readmit_name(const char *name, int64 *first, int64 *last);
 extern int	kl_batch_coordinate_index(const KlBatch *b, int64 offset);
+extern size_t kl_line_bound(const KlRecord *r, size_t topic_json_len);
 extern void kl_batch_append_line(StringInfo buf, const KlRecord *r, const char *topic_json,
 								 int32 partition);
 extern char *kl_iso_now(void);

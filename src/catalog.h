@@ -79,6 +79,23 @@ extern void kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id);
 extern int64 kl_catalog_remembered_offset(KlSource *src, int32 partition);
 extern KlDurable *kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last);
 extern void kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n);
+
+/* What the reservation of event_ids reads and decides of a record */
+typedef struct KlIdentity
+{
+	pg_uuid_t	event_key;
+	int64		offset;
+	int64		dup_offset;		/* duplicates: where the event was accepted */
+	int32		dup_partition;
+	char		status;			/* KL_STATUS_* */
+	bool		reserved;
+	bool		has_event_id;
+} KlIdentity;
+
+extern void kl_catalog_reserve_identities(KlSource *src, int32 partition, KlIdentity *ids,
+										  int n);
+extern void kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids);
+extern void kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs);
 extern bool kl_catalog_has_manifest_checks(void);
 extern bool kl_catalog_has_lifecycle(void);
 extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,

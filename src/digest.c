@@ -177,7 +177,23 @@ kl_fingerprint(const char *topic, int32 partition, int64 offset,
 			   const char *value, size_t value_len,
 			   uint8 out[KL_SHA256_LEN])
 {
-	EVP_MD_CTX *ctx = kl_scratch();
+	kl_fingerprint_with(kl_scratch(), topic, partition, offset, key, key_len,
+						value, value_len, out);
+}
+
+/*
+ * kl_fingerprint_with
+ *		kl_fingerprint with a digest context of the caller's (an EVP_MD_CTX
+ *		from kl_sha256_thread_ctx).  Calls nothing of PostgreSQL's but its
+ *		integer formatting: safe on the landing's helper thread.
+ */
+void
+kl_fingerprint_with(void *evp_ctx, const char *topic, int32 partition, int64 offset,
+					const char *key, size_t key_len,
+					const char *value, size_t value_len,
+					uint8 out[KL_SHA256_LEN])
+{
+	EVP_MD_CTX *ctx = (EVP_MD_CTX *) evp_ctx;
 	char		head[300];
 	int			topic_len = strlen(topic);
 	int			n;
@@ -185,6 +201,7 @@ kl_fingerprint(const char *topic, int32 partition, int64 offset,
 
 	/* topic \0 partition \0 offset \0 in one update */
 	Assert(topic_len < 250);
+	EVP_DigestInit_ex(ctx, kl_sha256_md, NULL);
 	memcpy(head, topic, topic_len);
 	n = topic_len;
 	head[n++] = '\0';
@@ -209,11 +226,24 @@ kl_fingerprint(const char *topic, int32 partition, int64 offset,
 void
 kl_event_key(int32 source_id, const char *event_id, size_t len, pg_uuid_t *key)
 {
-	EVP_MD_CTX *ctx = kl_scratch();
+	kl_event_key_with(kl_scratch(), source_id, event_id, len, key);
+}
+
+/*
+ * kl_event_key_with
+ *		kl_event_key with a digest context of the caller's (safe on the
+ *		landing's helper thread).
+ */
+void
+kl_event_key_with(void *evp_ctx, int32 source_id, const char *event_id, size_t len,
+				  pg_uuid_t *key)
+{
+	EVP_MD_CTX *ctx = (EVP_MD_CTX *) evp_ctx;
 	uint8		digest[KL_SHA256_LEN];
 	uint8		id[4];
 	unsigned int outlen;
 
+	EVP_DigestInit_ex(ctx, kl_sha256_md, NULL);
 	id[0] = (uint32) source_id >> 24;
 	id[1] = (uint32) source_id >> 16;
 	id[2] = (uint32) source_id >> 8;
@@ -222,6 +252,59 @@ kl_event_key(int32 source_id, const char *event_id, size_t len, pg_uuid_t *key)
 	EVP_DigestUpdate(ctx, event_id, len);
 	EVP_DigestFinal_ex(ctx, digest, &outlen);
 	memcpy(key->data, digest, UUID_LEN);
+}
+
+/*
+ * kl_sha256_prepare
+ *		Fetch the SHA-256 implementation (on the backend, before a helper
+ *		thread uses any of the functions below).
+ */
+void
+kl_sha256_prepare(void)
+{
+	(void) kl_sha256_algorithm();
+}
+
+/*
+ * kl_sha256_thread_ctx, kl_sha256_thread_free
+ *		A digest context owned by whoever asked for it, not by a memory
+ *		context: what the landing's helper thread uses (NULL when OpenSSL
+ *		has no memory).  kl_sha256_prepare must have run.
+ */
+void *
+kl_sha256_thread_ctx(void)
+{
+	return EVP_MD_CTX_new();
+}
+
+void
+kl_sha256_thread_free(void *evp_ctx)
+{
+	EVP_MD_CTX_free((EVP_MD_CTX *) evp_ctx);
+}
+
+/*
+ * kl_sha256_thread_init, kl_sha256_thread_update, kl_sha256_thread_final
+ *		Streaming SHA-256 in such a context.
+ */
+void
+kl_sha256_thread_init(void *evp_ctx)
+{
+	EVP_DigestInit_ex((EVP_MD_CTX *) evp_ctx, kl_sha256_md, NULL);
+}
+
+void
+kl_sha256_thread_update(void *evp_ctx, const void *data, size_t len)
+{
+	EVP_DigestUpdate((EVP_MD_CTX *) evp_ctx, data, len);
+}
+
+void
+kl_sha256_thread_final(void *evp_ctx, uint8 out[KL_SHA256_LEN])
+{
+	unsigned int n;
+
+	EVP_DigestFinal_ex((EVP_MD_CTX *) evp_ctx, out, &n);
 }
 
 /*

@@ -95,6 +95,8 @@ static bool kl_fault_armed = false;
 static const char *const kl_fault_points[] = {
 	"after_staging_write",
 	"after_rename",
+	"while_writing",
+	"cancel_while_writing",
 	"after_landing_before_commit",
 	"after_commit",
 	"bridge_before_gold",
@@ -468,6 +470,7 @@ kl_check_fault_injection(char **newval, void **extra, GucSource source)
 	}
 	GUC_check_errdetail("Unknown fault injection point \"%s\".", *newval);
 	GUC_check_errhint("Use one of after_staging_write, after_rename, "
+					  "while_writing, cancel_while_writing, "
 					  "after_landing_before_commit, after_commit, "
 					  "bridge_before_gold, compact_after_write, compact_after_rename, "
 					  "compact_after_catalog, compact_before_remove, compact_during_remove, "
@@ -488,7 +491,9 @@ kl_assign_fault_injection(const char *newval, void *extra)
 /*
  * kl_fault_point
  *		Raise the injected ERROR if the setting names this point and it has
- *		not fired since it was set.
+ *		not fired since it was set.  A point named cancel_... does not
+ *		raise: it makes a cancel request arrive, as pg_cancel_backend()
+ *		would, which the next interrupt check raises.
  */
 void
 kl_fault_point(const char *point)
@@ -501,6 +506,12 @@ kl_fault_point(const char *point)
 	if (!kl_fault_take(point))
 		return;
 
+	if (strncmp(point, "cancel_", 7) == 0)
+	{
+		QueryCancelPending = true;
+		InterruptPending = true;
+		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
 			 errmsg("kafka_lake fault injection: %s", point),

@@ -24,9 +24,21 @@
  * belongs to a partition (the p<p> in its name) and is removed by the next
  * caller that owns that partition (recover.c).
  *
- * Files are opened with OpenTransientFile so that an ERROR closes them.
  * Each file is hashed (SHA-256 and CRC-32C) and its lines counted while it
  * is written, so the manifest costs no second read.
+ *
+ * Writing a unit is three steps: kl_unit_begin (backend: describe it, make
+ * the staging directory, size the buffers, the manifest's head),
+ * kl_unit_write (the four files: serialise, hash, write, fsync) and
+ * kl_unit_finish (backend: report a failure of the writer, fsync the
+ * staging directory, the fault point, rename, fsync the parent).  The
+ * middle step calls nothing of PostgreSQL's that allocates, reports or
+ * looks at interrupts (its buffers are sized beforehand for the unit's
+ * longest line, its files are opened with open(2) and its digests are
+ * OpenSSL's own), so that land() can run it on its helper thread while the
+ * backend reserves the unit's event_ids (land.c).  It closes every file it
+ * opened on every path of its own; on the backend, kl_write_unit closes
+ * them should an interrupt raise in the middle.
  *
  * The source directory and its marker.  The landing directory belongs to the
  * cluster while sources belong to a database, so every source directory
@@ -75,17 +87,6 @@
 
 #define KL_WRITE_CHUNK	(1024 * 1024)
 #define KL_SOURCE_MARKER_LINE	"database %u source %s\n"	/* the marker's content */
-
-/* One file being written */
-typedef struct KlOutFile
-{
-	char	   *path;
-	int			fd;
-	StringInfo	buf;			/* pending bytes (a reused buffer) */
-	KlSha256   *sha;
-	uint32		crc;
-	KlFileInfo	info;
-} KlOutFile;
 
 /* ----------------------------------------------------------------
  *		Where things go
@@ -558,11 +559,13 @@ kl_disk_partitions(KlSource *src)
  * kl_out_buffer
  *		Give a file its write buffer.  The buffers live as long as the
  *		backend and are reused by every batch (a fresh megabyte per file per
- *		batch costs page faults on every batch); a line longer than a buffer
- *		grows it in place.
+ *		batch costs page faults on every batch).  They are grown here, on
+ *		the backend, to hold a whole chunk plus the longest line of the unit
+ *		(kl_line_bound), so that writing the lines never grows them: the
+ *		writer may run on the helper thread, where nothing may palloc.
  */
 static void
-kl_out_buffer(KlOutFile *f, int slot)
+kl_out_buffer(KlOutFile *f, int slot, size_t room)
 {
 	static StringInfoData buffers[KL_NFILES + 1];
 
@@ -571,45 +574,71 @@ kl_out_buffer(KlOutFile *f, int slot)
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 		initStringInfo(&buffers[slot]);
-		enlargeStringInfo(&buffers[slot], KL_WRITE_CHUNK + 1024);
 		MemoryContextSwitchTo(old);
 	}
 	f->buf = &buffers[slot];
 	resetStringInfo(f->buf);
+	if ((size_t) f->buf->maxlen < KL_WRITE_CHUNK + room + 1)
+		enlargeStringInfo(f->buf, KL_WRITE_CHUNK + room);
+	f->room = room;
+	f->fd = -1;
+	f->crc = KL_CRC32C_INIT;
+	memset(&f->info, 0, sizeof(f->info));
+}
+
+/*
+ * kl_out_fail
+ *		Remember the first failure of the writer (reported by
+ *		kl_unit_report, on the backend).
+ */
+static void
+kl_out_fail(KlUnitWrite *u, KlOutFile *f, KlWriteOp op, int err)
+{
+	if (u->failed_op == KL_WOP_NONE)
+	{
+		u->failed_op = op;
+		u->failed_errno = err;
+		u->failed_path = f ? f->path : NULL;
+	}
 }
 
 /*
  * kl_out_open
- *		Create a new file for writing.
+ *		Create a new file for writing (plain open(2): the writer closes what
+ *		it opened on every path, kl_unit_close_all).
  */
-static void
-kl_out_open(KlOutFile *f, const char *path, int slot)
+static bool
+kl_out_open(KlUnitWrite *u, KlOutFile *f)
 {
-	f->path = pstrdup(path);
-	f->fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	f->fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, pg_file_create_mode);
 	if (f->fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", path)));
-	kl_out_buffer(f, slot);
-	f->sha = kl_sha256_create();
-	f->crc = KL_CRC32C_INIT;
-	memset(&f->info, 0, sizeof(f->info));
+	{
+		kl_out_fail(u, f, KL_WOP_CREATE, errno);
+		return false;
+	}
+	f->sha = kl_sha256_thread_ctx();
+	if (f->sha == NULL)
+	{
+		kl_out_fail(u, f, KL_WOP_NOMEM, ENOMEM);
+		return false;
+	}
+	kl_sha256_thread_init(f->sha);
+	return true;
 }
 
 /*
  * kl_out_flush
  *		Write the pending bytes, hashing them on the way.
  */
-static void
-kl_out_flush(KlOutFile *f)
+static bool
+kl_out_flush(KlUnitWrite *u, KlOutFile *f)
 {
 	const char *p = f->buf->data;
 	size_t		left = f->buf->len;
 
 	if (left == 0)
-		return;
-	kl_sha256_update(f->sha, p, left);
+		return true;
+	kl_sha256_thread_update(f->sha, p, left);
 	f->crc = kl_crc32c(f->crc, p, left);
 	f->info.bytes += left;
 	while (left > 0)
@@ -621,53 +650,64 @@ kl_out_flush(KlOutFile *f)
 		if (n <= 0)
 		{
 			/* a short write without errno is a full disk */
-			if (errno == 0)
-				errno = ENOSPC;
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write file \"%s\": %m", f->path),
-					 errhint("Free space under the landing directory; the next land() goes on from the committed offset.")));
+			kl_out_fail(u, f, KL_WOP_WRITE, errno == 0 ? ENOSPC : errno);
+			return false;
 		}
 		p += n;
 		left -= n;
 	}
-	resetStringInfo(f->buf);
-}
-
-/*
- * kl_out_line_done
- *		A line was appended to the buffer: count it, flush when full.
- */
-static inline void
-kl_out_line_done(KlOutFile *f)
-{
-	f->info.lines++;
-	if (f->buf->len >= KL_WRITE_CHUNK)
-		kl_out_flush(f);
+	f->buf->len = 0;
+	f->buf->data[0] = '\0';
+	return true;
 }
 
 /*
  * kl_out_close
  *		Flush, fsync and close; fill in the file's checks.
  */
-static void
-kl_out_close(KlOutFile *f)
+static bool
+kl_out_close(KlUnitWrite *u, KlOutFile *f)
 {
 	uint8		digest[KL_SHA256_LEN];
+	int			fd = f->fd;
 
-	kl_out_flush(f);
-	if (pg_fsync(f->fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", f->path)));
-	if (CloseTransientFile(f->fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", f->path)));
+	if (!kl_out_flush(u, f))
+		return false;
+	if (enableFsync && fsync(fd) != 0)
+	{
+		kl_out_fail(u, f, KL_WOP_FSYNC, errno);
+		return false;
+	}
 	f->fd = -1;
-	kl_sha256_final(f->sha, digest);
+	if (close(fd) != 0)
+	{
+		kl_out_fail(u, f, KL_WOP_CLOSE, errno);
+		return false;
+	}
+	kl_sha256_thread_final(f->sha, digest);
 	kl_hex(digest, KL_SHA256_LEN, f->info.sha256);
 	f->info.crc32c = kl_crc32c_final(f->crc);
+	return true;
+}
+
+/*
+ * kl_unit_close_all
+ *		Close whatever the writer left open and free its digest contexts.
+ */
+static void
+kl_unit_close_all(KlUnitWrite *u)
+{
+	for (int i = 0; i <= KL_NFILES; i++)
+	{
+		KlOutFile  *f = &u->files[i];
+
+		if (f->fd >= 0)
+			close(f->fd);
+		f->fd = -1;
+		if (f->sha)
+			kl_sha256_thread_free(f->sha);
+		f->sha = NULL;
+	}
 }
 
 /*
@@ -707,21 +747,45 @@ kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n, KlBatch *o
  *		and fsync the parent.  Fills *out.  contract (NULL: machine_event_v1
  *		version 1) is what judged them; readmit_of, when not NULL, makes it
  *		a readmit unit of that batch (readmit.c), in a directory
- *		readmit=<id>.
+ *		readmit=<id>.  All on the backend: kl_unit_begin, kl_unit_write,
+ *		kl_unit_finish (land.c runs the middle step on its helper thread).
  */
 void
 kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n, const char *contract,
 			  int32 contract_version, const char *readmit_of, KlBatch *out)
 {
-	KlOutFile	files[KL_NFILES];
-	KlOutFile	mf;
+	KlUnitWrite *u = kl_unit_begin(src, partition, recs, n, contract, contract_version,
+								   readmit_of, out);
+
+	/* an interrupt raised while writing must not leave the files open */
+	PG_TRY();
+	{
+		kl_unit_write(u, NULL);
+	}
+	PG_CATCH();
+	{
+		kl_unit_close_all(u);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	kl_unit_finish(u);
+}
+
+/*
+ * kl_unit_begin
+ *		The backend's part before the files are written: describe the unit
+ *		(counts, business dates, id), make the directories and the staging
+ *		directory, size the write buffers for the unit's longest line and
+ *		write the manifest's head into its buffer.
+ */
+KlUnitWrite *
+kl_unit_begin(KlSource *src, int32 partition, KlRecord *recs, int n, const char *contract,
+			  int32 contract_version, const char *readmit_of, KlBatch *out)
+{
+	KlUnitWrite *u = palloc0(sizeof(KlUnitWrite));
 	StringInfoData topic_json;
-	char	   *staging_root;
-	char	   *staging;
-	char	   *part_dir;
-	char	   *final;
 	char		rnd[9];
-	int			fd;
+	size_t		room = 0;
 
 	/*
 	 * Everything the manifest says before its entries is known before the
@@ -739,85 +803,230 @@ kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n, const char 
 		out->readmit = true;
 		strlcpy(out->readmit_of, readmit_of, sizeof(out->readmit_of));
 	}
+	u->src = src;
+	u->partition = partition;
+	u->recs = recs;
+	u->n = n;
+	u->out = out;
 
-	staging_root = psprintf("%s/.staging", src->dir);
-	part_dir = kl_partition_dir(src, partition);
-	kl_make_dirs(staging_root);
-	kl_make_dirs(part_dir);
-	final = psprintf("%s/%s%s", part_dir, KL_BATCH_DIR_PREFIX(out), out->batch_id);
+	u->staging_root = psprintf("%s/.staging", src->dir);
+	u->part_dir = kl_partition_dir(src, partition);
+	kl_make_dirs(u->staging_root);
+	kl_make_dirs(u->part_dir);
+	u->final = psprintf("%s/%s%s", u->part_dir, KL_BATCH_DIR_PREFIX(out), out->batch_id);
 	kl_random_hex(rnd);
 	/* staging names start with batch= whatever the kind (recover.c removes them) */
-	staging = psprintf("%s/batch=%s-p%d-%s%s", staging_root, out->batch_id, partition, rnd,
-					   out->readmit ? "-readmit" : "");
-	if (mkdir(staging, pg_dir_create_mode) != 0)
+	u->staging = psprintf("%s/batch=%s-p%d-%s%s", u->staging_root, out->batch_id, partition, rnd,
+						  out->readmit ? "-readmit" : "");
+	if (mkdir(u->staging, pg_dir_create_mode) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not create directory \"%s\": %m", staging)));
+				 errmsg("could not create directory \"%s\": %m", u->staging)));
 
 	initStringInfo(&topic_json);
 	kl_json_append_string(&topic_json, src->topic, strlen(src->topic));
-
-	for (int i = 0; i < KL_NFILES; i++)
-		kl_out_open(&files[i], psprintf("%s/%s", staging, kl_file_names[i]), i);
-	kl_out_open(&mf, psprintf("%s/manifest.json", staging), KL_NFILES);
-
-	kl_manifest_append_head(mf.buf, out);
+	u->topic_json = topic_json.data;
+	u->topic_json_len = topic_json.len;
 	for (int i = 0; i < n; i++)
+		room = Max(room, kl_line_bound(&recs[i], topic_json.len));
+	/* the manifest's tail */
+	room = Max(room, 4096 + 3 * (size_t) topic_json.len);
+
+	for (int i = 0; i <= KL_NFILES; i++)
 	{
-		KlRecord   *r = &recs[i];
-		KlOutFile  *f = &files[kl_record_file(r->status)];
+		u->files[i].path = psprintf("%s/%s", u->staging,
+									i < KL_NFILES ? kl_file_names[i] : "manifest.json");
+		kl_out_buffer(&u->files[i], i, room);
+	}
+	kl_manifest_append_head(u->files[KL_NFILES].buf, out);
+	return u;
+}
+
+/*
+ * kl_unit_write
+ *		Write, hash and fsync the unit's four files into its staging
+ *		directory.  Calls nothing of PostgreSQL's that allocates, reports,
+ *		or looks at interrupts, so that it can run on the landing's helper
+ *		thread (land.c); on the backend (cancel NULL, only through
+ *		kl_write_unit, which closes the files should an interrupt raise) it
+ *		checks for interrupts.  A failure is remembered in u and reported by
+ *		kl_unit_finish; a set *cancel stops it within 1,024 lines.  It
+ *		closes every file it opened on every path of its own.
+ */
+void
+kl_unit_write(KlUnitWrite *u, const volatile bool *cancel)
+{
+	KlOutFile  *mf = &u->files[KL_NFILES];
+	bool		ok = true;
+
+	for (int i = 0; i <= KL_NFILES && ok; i++)
+		ok = kl_out_open(u, &u->files[i]);
+
+	for (int i = 0; i < u->n && ok; i++)
+	{
+		KlRecord   *r = &u->recs[i];
+		KlOutFile  *f = &u->files[kl_record_file(r->status)];
+		size_t		bound;
 
 		if ((i & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
-		kl_batch_append_line(f->buf, r, topic_json.data, partition);
-		kl_out_line_done(f);
-
-		kl_manifest_append_entry(mf.buf, r, topic_json.data, partition, i + 1 == n);
-		mf.info.lines++;
-		if (mf.buf->len >= KL_WRITE_CHUNK)
-			kl_out_flush(&mf);
+		{
+			if (cancel == NULL)
+				CHECK_FOR_INTERRUPTS();
+			else if (*cancel)
+			{
+				kl_out_fail(u, NULL, KL_WOP_CANCELLED, 0);
+				ok = false;
+				break;
+			}
+		}
+		bound = kl_line_bound(r, u->topic_json_len);
+		if (f->buf->len + bound >= (size_t) f->buf->maxlen && !kl_out_flush(u, f))
+			ok = false;
+		else if (mf->buf->len + bound >= (size_t) mf->buf->maxlen && !kl_out_flush(u, mf))
+			ok = false;
+		if (!ok)
+			break;
+		kl_batch_append_line(f->buf, r, u->topic_json, u->partition);
+		f->info.lines++;
+		kl_manifest_append_entry(mf->buf, r, u->topic_json, u->partition, i + 1 == u->n);
+		mf->info.lines++;
+		if (f->buf->len >= KL_WRITE_CHUNK)
+			ok = kl_out_flush(u, f);
+		if (ok && mf->buf->len >= KL_WRITE_CHUNK)
+			ok = kl_out_flush(u, mf);
 	}
 
-	for (int i = 0; i < KL_NFILES; i++)
+	for (int i = 0; i < KL_NFILES && ok; i++)
 	{
-		kl_out_close(&files[i]);
-		out->files[i] = files[i].info;
+		ok = kl_out_close(u, &u->files[i]);
+		u->out->files[i] = u->files[i].info;
 	}
-	kl_manifest_append_tail(mf.buf, out, topic_json.data);
-	kl_out_close(&mf);
-	strlcpy(out->manifest_sha256, mf.info.sha256, sizeof(out->manifest_sha256));
-	out->manifest_bytes = mf.info.bytes;
-	out->manifest_crc32c = mf.info.crc32c;
+	if (ok && mf->buf->len + mf->room / 2 >= (size_t) mf->buf->maxlen)
+		ok = kl_out_flush(u, mf);
+	if (ok)
+	{
+		kl_manifest_append_tail(mf->buf, u->out, u->topic_json);
+		ok = kl_out_close(u, mf);
+	}
+	kl_unit_close_all(u);
+	u->written = ok;
+}
+
+/*
+ * kl_unit_report
+ *		On the backend: raise the writer's failure, if it had one.
+ */
+static void
+kl_out_report(KlUnitWrite *u)
+{
+	errno = u->failed_errno;
+	switch (u->failed_op)
+	{
+		case KL_WOP_NONE:
+			break;
+		case KL_WOP_CREATE:
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create file \"%s\": %m", u->failed_path)));
+			break;
+		case KL_WOP_WRITE:
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m", u->failed_path),
+					 errhint("Free space under the landing directory; the next land() goes on from the committed offset.")));
+			break;
+		case KL_WOP_FSYNC:
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not fsync file \"%s\": %m", u->failed_path)));
+			break;
+		case KL_WOP_CLOSE:
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not close file \"%s\": %m", u->failed_path)));
+			break;
+		case KL_WOP_NOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("OpenSSL could not allocate a digest context for a batch file.")));
+			break;
+		case KL_WOP_CANCELLED:
+			elog(ERROR, "the writing of batch %s was stopped", u->out->batch_id);
+			break;
+	}
+}
+
+/*
+ * kl_unit_report
+ *		On the backend: raise the writer's failure, if it had one, or that
+ *		it did not finish.
+ */
+static void
+kl_unit_report(KlUnitWrite *u)
+{
+	kl_out_report(u);
+	if (!u->written)
+		elog(ERROR, "batch %s was not written", u->out->batch_id);
+}
+
+/*
+ * kl_unit_abandon
+ *		On the backend, after kl_unit_write: forget a unit whose statuses
+ *		changed while it was written (land.c writes it again): remove its
+ *		staging directory.
+ */
+void
+kl_unit_abandon(KlUnitWrite *u)
+{
+	kl_remove_tree(u->staging);
+}
+
+/*
+ * kl_unit_finish
+ *		On the backend, after kl_unit_write: report its failure, or fsync
+ *		the staging directory, rename it to its final name (step 4: one
+ *		rename makes the batch visible) and fsync the parent.
+ */
+void
+kl_unit_finish(KlUnitWrite *u)
+{
+	KlBatch    *out = u->out;
+	int			fd;
+
+	kl_unit_report(u);
+	strlcpy(out->manifest_sha256, u->files[KL_NFILES].info.sha256, sizeof(out->manifest_sha256));
+	out->manifest_bytes = u->files[KL_NFILES].info.bytes;
+	out->manifest_crc32c = u->files[KL_NFILES].info.crc32c;
 
 	/* the staging directory's entries are durable */
-	fsync_fname(staging, true);
+	fsync_fname(u->staging, true);
 
 	kl_fault_point("after_staging_write");
 
-	/* step 4: one rename makes the batch visible; fsync its parent */
-	if (rename(staging, final) != 0)
+	if (rename(u->staging, u->final) != 0)
 	{
 		if (errno == ENOTEMPTY || errno == EEXIST)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("batch directory \"%s\" already exists", final),
+					 errmsg("batch directory \"%s\" already exists", u->final),
 					 errdetail("The catalog does not know it, yet it holds these coordinates."),
 					 errhint("Run kafka_lake.recover('%s') and then kafka_lake.verify('%s').",
-							 src->source, src->source)));
+							 u->src->source, u->src->source)));
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not rename \"%s\" to \"%s\": %m", staging, final)));
+				 errmsg("could not rename \"%s\" to \"%s\": %m", u->staging, u->final)));
 	}
-	fd = OpenTransientFile(part_dir, O_RDONLY | PG_BINARY);
+	fd = OpenTransientFile(u->part_dir, O_RDONLY | PG_BINARY);
 	if (fd < 0 || pg_fsync(fd) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not fsync directory \"%s\": %m", part_dir)));
+				 errmsg("could not fsync directory \"%s\": %m", u->part_dir)));
 	CloseTransientFile(fd);
 	/* the staging root lost an entry; not needed for durability, but tidy */
-	fsync_fname(staging_root, true);
+	fsync_fname(u->staging_root, true);
 
-	out->path = final;
+	out->path = u->final;
 	kl_fault_point("after_rename");
 }
 
@@ -836,7 +1045,89 @@ struct KlBatchWriter
 	char	   *part_dir;
 	char	   *final;			/* <partition dir>/batch=<id> */
 	KlOutFile	files[KL_NFILES + 1];	/* the JSONL files, then manifest.json */
+	KlUnitWrite failure;		/* where kl_out_flush records a failure */
+	KlBatch		named;			/* names the batch in a report */
+	MemoryContextCallback free_digests;
 };
+
+/*
+ * kl_batch_writer_free_digests
+ *		The digest contexts are OpenSSL's: freed with the writer's memory
+ *		context, on every path (the files are transient files, closed by
+ *		PostgreSQL at abort).
+ */
+static void
+kl_batch_writer_free_digests(void *arg)
+{
+	KlBatchWriter *w = arg;
+
+	for (int i = 0; i <= KL_NFILES; i++)
+	{
+		if (w->files[i].sha)
+			kl_sha256_thread_free(w->files[i].sha);
+		w->files[i].sha = NULL;
+	}
+}
+
+/*
+ * kl_batch_writer_flush
+ *		kl_out_flush, on the backend: a failure is raised at once.
+ */
+static void
+kl_batch_writer_flush(KlBatchWriter *w, KlOutFile *f)
+{
+	if (!kl_out_flush(&w->failure, f))
+		kl_out_report(&w->failure);
+}
+
+/*
+ * kl_batch_writer_open_file
+ *		Create one file of the batch (a transient file: closed at abort).
+ */
+static void
+kl_batch_writer_open_file(KlBatchWriter *w, int slot, const char *name)
+{
+	KlOutFile  *f = &w->files[slot];
+
+	kl_out_buffer(f, slot, 0);
+	f->path = psprintf("%s/%s", w->staging, name);
+	f->fd = OpenTransientFile(f->path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (f->fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", f->path)));
+	f->sha = kl_sha256_thread_ctx();
+	if (f->sha == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("OpenSSL could not allocate a digest context for a batch file.")));
+	kl_sha256_thread_init(f->sha);
+}
+
+/*
+ * kl_batch_writer_close_file
+ *		Flush, fsync and close one file; fill in its checks.
+ */
+static void
+kl_batch_writer_close_file(KlBatchWriter *w, KlOutFile *f)
+{
+	uint8		digest[KL_SHA256_LEN];
+
+	kl_batch_writer_flush(w, f);
+	if (pg_fsync(f->fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", f->path)));
+	if (CloseTransientFile(f->fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", f->path)));
+	f->fd = -1;
+	kl_sha256_thread_final(f->sha, digest);
+	kl_hex(digest, KL_SHA256_LEN, f->info.sha256);
+	f->info.crc32c = kl_crc32c_final(f->crc);
+}
 
 /*
  * kl_out_write
@@ -845,7 +1136,7 @@ struct KlBatchWriter
  *		they hold.
  */
 static void
-kl_out_write(KlOutFile *f, const char *data, size_t len, int64 lines)
+kl_out_write(KlBatchWriter *w, KlOutFile *f, const char *data, size_t len, int64 lines)
 {
 	f->info.lines += lines;
 	if (f->buf->len + len < KL_WRITE_CHUNK)
@@ -853,13 +1144,13 @@ kl_out_write(KlOutFile *f, const char *data, size_t len, int64 lines)
 		appendBinaryStringInfo(f->buf, data, len);
 		return;
 	}
-	kl_out_flush(f);
+	kl_batch_writer_flush(w, f);
 	while (len > 0)
 	{
 		size_t		n = Min(len, (size_t) KL_WRITE_CHUNK);
 
 		appendBinaryStringInfo(f->buf, data, n);
-		kl_out_flush(f);
+		kl_batch_writer_flush(w, f);
 		data += n;
 		len -= n;
 	}
@@ -885,6 +1176,13 @@ kl_batch_writer_new(KlSource *src, int32 partition, const char *batch_id)
 	w->final = psprintf("%s/batch=%s", w->part_dir, batch_id);
 	kl_random_hex(rnd);
 	w->staging = psprintf("%s/batch=%s-p%d-%s", w->staging_root, batch_id, partition, rnd);
+	for (int i = 0; i <= KL_NFILES; i++)
+		w->files[i].fd = -1;
+	strlcpy(w->named.batch_id, batch_id, sizeof(w->named.batch_id));
+	w->failure.out = &w->named;
+	w->free_digests.func = kl_batch_writer_free_digests;
+	w->free_digests.arg = w;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &w->free_digests);
 	return w;
 }
 
@@ -918,8 +1216,8 @@ kl_batch_writer_open(KlBatchWriter *w)
 				(errcode_for_file_access(),
 				 errmsg("could not create directory \"%s\": %m", w->staging)));
 	for (int i = 0; i < KL_NFILES; i++)
-		kl_out_open(&w->files[i], psprintf("%s/%s", w->staging, kl_file_names[i]), i);
-	kl_out_open(&w->files[KL_NFILES], psprintf("%s/manifest.json", w->staging), KL_NFILES);
+		kl_batch_writer_open_file(w, i, kl_file_names[i]);
+	kl_batch_writer_open_file(w, KL_NFILES, "manifest.json");
 }
 
 /*
@@ -931,7 +1229,7 @@ void
 kl_batch_writer_append(KlBatchWriter *w, int file, const char *data, size_t len, int64 lines)
 {
 	Assert(file >= 0 && file <= KL_NFILES);
-	kl_out_write(&w->files[file], data, len, lines);
+	kl_out_write(w, &w->files[file], data, len, lines);
 }
 
 /*
@@ -944,7 +1242,7 @@ kl_batch_writer_close_records(KlBatchWriter *w, KlBatch *b)
 {
 	for (int i = 0; i < KL_NFILES; i++)
 	{
-		kl_out_close(&w->files[i]);
+		kl_batch_writer_close_file(w, &w->files[i]);
 		b->files[i] = w->files[i].info;
 	}
 }
@@ -959,7 +1257,7 @@ kl_batch_writer_close(KlBatchWriter *w, KlBatch *b)
 {
 	KlOutFile  *mf = &w->files[KL_NFILES];
 
-	kl_out_close(mf);
+	kl_batch_writer_close_file(w, mf);
 	strlcpy(b->manifest_sha256, mf->info.sha256, sizeof(b->manifest_sha256));
 	b->manifest_bytes = mf->info.bytes;
 	b->manifest_crc32c = mf->info.crc32c;

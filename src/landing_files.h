@@ -40,6 +40,58 @@ extern List *kl_list_dir(const char *path, const char *prefix);
 extern List *kl_disk_partitions(KlSource *src);
 extern void kl_write_batch(KlSource *src, int32 partition, KlRecord *recs, int n,
 						   KlBatch *out);
+/* One file of a unit being written (landing_files.c) */
+typedef struct KlOutFile
+{
+	char	   *path;
+	int			fd;				/* -1: not open */
+	StringInfo	buf;			/* pending bytes (a reused buffer) */
+	size_t		room;			/* the unit's longest line (kl_line_bound) */
+	void	   *sha;			/* EVP_MD_CTX */
+	uint32		crc;
+	KlFileInfo	info;
+} KlOutFile;
+
+/* What the writer of a unit failed at */
+typedef enum KlWriteOp
+{
+	KL_WOP_NONE,
+	KL_WOP_CREATE,
+	KL_WOP_WRITE,
+	KL_WOP_FSYNC,
+	KL_WOP_CLOSE,
+	KL_WOP_NOMEM,
+	KL_WOP_CANCELLED
+} KlWriteOp;
+
+/* A unit (a batch, or a readmit unit) being written: kl_unit_* */
+typedef struct KlUnitWrite
+{
+	KlSource   *src;
+	int32		partition;
+	KlRecord   *recs;
+	int			n;
+	KlBatch    *out;
+	char	   *topic_json;
+	size_t		topic_json_len;
+	char	   *staging_root;
+	char	   *staging;
+	char	   *part_dir;
+	char	   *final;
+	KlOutFile	files[KL_NFILES + 1];	/* the JSONL files, then manifest.json */
+	/* the writer's result */
+	bool		written;
+	KlWriteOp	failed_op;
+	int			failed_errno;
+	const char *failed_path;
+} KlUnitWrite;
+
+extern KlUnitWrite *kl_unit_begin(KlSource *src, int32 partition, KlRecord *recs, int n,
+								  const char *contract, int32 contract_version,
+								  const char *readmit_of, KlBatch *out);
+extern void kl_unit_write(KlUnitWrite *u, const volatile bool *cancel);
+extern void kl_unit_finish(KlUnitWrite *u);
+extern void kl_unit_abandon(KlUnitWrite *u);
 extern KlBatchWriter *kl_batch_writer_new(KlSource *src, int32 partition, const char *batch_id);
 extern const char *kl_batch_writer_staging(KlBatchWriter *w);
 extern const char *kl_batch_writer_final(KlBatchWriter *w);

@@ -65,5 +65,5 @@ like "$dump" 'cu_loose' "pg_dump keeps the user-written contract"
 unlike "$dump" 'machine_event_v1' "and leaves the built-ins to CREATE EXTENSION"
 
 # the landing directory goes too: another test's database may create a source of this name
-q -d $db -c "SELECT kafka_lake.drop_source('cu_src', drop_landing => true)" >/dev/null
+q -d $db -c "SELECT kafka_lake.drop_source('cu74_src', drop_landing => true)" >/dev/null
 q -d postgres -c "DROP DATABASE $db" >/dev/null
