@@ -27,6 +27,16 @@
  * passes a buffer of its own (kl_reader_open_buffer), which is reused from
  * file to file instead of being allocated, faulted in and freed for each.
  *
+ * Reading ahead.  The bridge reads the next batch's file while it parses
+ * the current one (kl_reader_open_ahead): the file is opened and its size
+ * checked on the backend, then read, its lines counted and its CRC-32C
+ * computed on a thread of its own, and kl_reader_wait joins it and gives
+ * the same verdict as kl_reader_open_buffer before any line is used.  The
+ * thread runs with every signal blocked and calls nothing of PostgreSQL
+ * but the CRC-32C (pure code); a read error is a result the backend
+ * reports.  The caller stops and joins it in its PG_CATCH (kl_reader_stop)
+ * before an ERROR goes on, since the abort closes the file it reads.
+ *
  * Batches that are gone on purpose.  The foreign table and the bridge read
  * no batch whose record files expire() removed: a set of batches that holds
  * one is refused whole, naming the expired dates (kl_refuse_expired).  A
@@ -42,6 +52,8 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -201,15 +213,16 @@ kl_explain_gone(KlSource *src, const KlBatch *b)
 }
 
 /*
- * kl_reader_open_buffer
- *		Read one file of a batch into *buffer (grown as needed, in the
- *		current memory context, and kept by the caller for the next file)
- *		and check it against the catalog's copy of its manifest before
- *		anything of it is used.
+ * kl_reader_start
+ *		The first half of kl_reader_open_buffer: open one file of a batch,
+ *		check that it is a regular file of its manifest's size, and size
+ *		*buffer for it (grown as needed, in the current memory context, and
+ *		kept by the caller for the next file).  The bytes are read by
+ *		kl_reader_fill, then judged by kl_reader_finish.
  */
-void
-kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
-					  char **buffer, size_t *buffer_size)
+static void
+kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+				char **buffer, size_t *buffer_size, KlReadAhead *ra)
 {
 	char	   *dir = kl_partition_dir(src, b->partition);
 	char	   *path = psprintf("%s/%s%s/%s", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id,
@@ -218,9 +231,6 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file
 	int			fd;
 	const char *not_regular;
 	struct stat st;
-	size_t		done = 0;
-	int64		lines = 0;
-	uint32		crc;
 
 	pfree(dir);
 	memset(r, 0, sizeof(*r));
@@ -274,45 +284,176 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file
 	}
 	r->data = *buffer;
 	r->own_data = false;
-	while (done < (size_t) expect->bytes)
+
+	memset(ra, 0, sizeof(*ra));
+	ra->fd = fd;
+	ra->data = r->data;
+	ra->want = (size_t) expect->bytes;
+}
+
+/*
+ * kl_reader_fill
+ *		The middle of reading a file: its bytes, its lines, its CRC-32C.
+ *		Only read(2), memchr and CRC-32C: no palloc, no ereport, so that it
+ *		can run on the read-ahead thread (on the backend, it checks for
+ *		interrupts between reads).  A read error is a result.
+ */
+static void
+kl_reader_fill(KlReadAhead *ra, bool backend)
+{
+	while (ra->done < ra->want && !ra->cancel)
 	{
-		ssize_t		n = read(fd, r->data + done, Min(expect->bytes - done, KL_READ_CHUNK));
+		ssize_t		n;
+
+		if (backend)
+			CHECK_FOR_INTERRUPTS();
+		n = read(ra->fd, ra->data + ra->done, Min(ra->want - ra->done, KL_READ_CHUNK));
 
 		if (n < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", path),
-					 errhint("Check the file system of kafka_lake.landing_dir.")));
+		{
+			ra->read_errno = errno;
+			return;
+		}
 		if (n == 0)
 			break;
-		done += n;
-		CHECK_FOR_INTERRUPTS();
+		ra->done += n;
 	}
-	CloseTransientFile(fd);
-	r->len = done;
-	r->data[done] = '\0';
+	ra->data[ra->done] = '\0';
+	for (const char *p = ra->data; (p = memchr(p, '\n', ra->data + ra->done - p)) != NULL; p++)
+		ra->lines++;
+	ra->crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, ra->data, ra->done));
+}
 
-	for (const char *p = r->data; (p = memchr(p, '\n', r->data + r->len - p)) != NULL; p++)
-		lines++;
-	crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, r->data, r->len));
-	if (done != (size_t) expect->bytes || lines != expect->lines || crc != expect->crc32c ||
+/*
+ * kl_reader_finish
+ *		The last half of kl_reader_open_buffer: close the file and compare
+ *		what was read with the catalog's copy of the manifest.
+ */
+static void
+kl_reader_finish(KlFileReader *r, KlReadAhead *ra)
+{
+	const KlBatch *b = r->batch;
+	int			file = r->file;
+	const KlFileInfo *expect = &b->files[file];
+	const char *path = r->path;
+	size_t		done = ra->done;
+
+	CloseTransientFile(ra->fd);
+	ra->fd = -1;
+	if (ra->read_errno != 0)
+	{
+		errno = ra->read_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", path),
+				 errhint("Check the file system of kafka_lake.landing_dir.")));
+	}
+	r->len = done;
+	if (done != (size_t) expect->bytes || ra->lines != expect->lines || ra->crc != expect->crc32c ||
 		(r->len > 0 && r->data[r->len - 1] != '\n'))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file %s of batch %s of source \"%s\" does not match its manifest",
-						kl_file_names[file], b->batch_id, src->source),
+						kl_file_names[file], b->batch_id, r->source),
 				 done != (size_t) expect->bytes ?
 				 errdetail("Only %zu of its %lld bytes could be read.",
 						   done, (long long) expect->bytes) :
-				 lines != expect->lines ?
+				 ra->lines != expect->lines ?
 				 errdetail("It has %lld lines, its manifest says %lld.",
-						   (long long) lines, (long long) expect->lines) :
+						   (long long) ra->lines, (long long) expect->lines) :
 				 errdetail("Its CRC-32C differs from its manifest's: its bytes were edited."),
-				 kl_corrupt_hint(src->source)));
+				 kl_corrupt_hint(r->source)));
 
 	r->pos = r->data;
 	r->errcallback.callback = kl_file_error_callback;
 	r->errcallback.arg = r;
+}
+
+/*
+ * kl_reader_open_buffer
+ *		Read one file of a batch into *buffer (grown as needed, in the
+ *		current memory context, and kept by the caller for the next file)
+ *		and check it against the catalog's copy of its manifest before
+ *		anything of it is used.
+ */
+void
+kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+					  char **buffer, size_t *buffer_size)
+{
+	KlReadAhead ra;
+
+	kl_reader_start(r, src, b, file, buffer, buffer_size, &ra);
+	kl_reader_fill(&ra, true);
+	kl_reader_finish(r, &ra);
+}
+
+/*
+ * kl_read_ahead_main
+ *		The read-ahead thread: kl_reader_fill.
+ */
+static void *
+kl_read_ahead_main(void *arg)
+{
+	kl_reader_fill((KlReadAhead *) arg, false);
+	return NULL;
+}
+
+/*
+ * kl_reader_open_ahead
+ *		kl_reader_open_buffer, with the reading done by a thread of its own
+ *		while the caller goes on (with the previous file, say): the file is
+ *		opened and its size checked here, its bytes read, its lines counted
+ *		and its CRC-32C computed on the thread, and the verdict given by
+ *		kl_reader_wait, before any line is used.  The caller stops the
+ *		thread with kl_reader_stop in its PG_CATCH, before the error goes
+ *		on (an abort closes the file the thread reads).  The thread runs
+ *		with every signal blocked; without a thread the file is read here.
+ */
+void
+kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+					 char **buffer, size_t *buffer_size, KlReadAhead *ra)
+{
+	sigset_t	all;
+	sigset_t	old;
+
+	kl_reader_start(r, src, b, file, buffer, buffer_size, ra);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ra->running = (pthread_create(&ra->thread, NULL, kl_read_ahead_main, ra) == 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ra->running)
+		kl_reader_fill(ra, true);
+}
+
+/*
+ * kl_reader_wait
+ *		Join the read-ahead of kl_reader_open_ahead and judge the file: from
+ *		here on, r hands out its lines as kl_reader_open_buffer's would.
+ */
+void
+kl_reader_wait(KlFileReader *r, KlReadAhead *ra)
+{
+	if (ra->running)
+	{
+		pthread_join(ra->thread, NULL);
+		ra->running = false;
+	}
+	CHECK_FOR_INTERRUPTS();
+	kl_reader_finish(r, ra);
+}
+
+/*
+ * kl_reader_stop
+ *		Stop and join a read-ahead, if one is out (for a PG_CATCH).
+ */
+void
+kl_reader_stop(KlReadAhead *ra)
+{
+	if (ra == NULL || !ra->running)
+		return;
+	ra->cancel = true;
+	pthread_join(ra->thread, NULL);
+	ra->running = false;
 }
 
 /*

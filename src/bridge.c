@@ -64,15 +64,23 @@
  * SPEED AND MEMORY
  *
  * The bridge is meant to run at the speed of the disk: one pass over the
- * JSONL, one over the CSV (from the page cache), one SQL scan of silver, no
- * SQL per row.  Accepted lines are read by the fast path of the batch format
- * (batch_format.c), natural keys go into a set whose cache misses overlap
- * (keyset.c), silver is appended with its indexes maintained directly
- * (bridge_silver.c).  Memory is bounded by one batch file (at most
- * kafka_lake.batch_max_bytes), the write buffer, the natural-key set (the
- * key bytes in one arena, a 24-byte slot and one bit per event) and the
- * gold groups; events are never held as structs.  How long each step took
- * is reported at DEBUG1.
+ * JSONL, one over the CSV (from the page cache), one SQL statement over
+ * silver, no SQL per row.  Accepted lines are read by the fast path of the
+ * batch format (batch_format.c), natural keys go into a set whose cache
+ * misses overlap (keyset.c), silver is appended with its indexes maintained
+ * directly (bridge_silver.c).  Pass 1 uses the second core: the next batch
+ * file is read and CRC-checked on a read-ahead thread (batch_read.c) and
+ * the CSV hashed and written on a writing thread (bridge_adapter.c), while
+ * the backend parses lines and formats the CSV; in pass 2 the CSV is read
+ * and split one block ahead on a thread (csv.c) while the backend builds
+ * and inserts rows.  Every thread is joined before its pass ends, on every
+ * path.  The checks' statement is one that PostgreSQL's parallel query can
+ * split (bridge_checks.c).  Memory is bounded by two batch files (the one
+ * parsed and the next; each at most kafka_lake.batch_max_bytes), two write
+ * buffers, two read-back blocks (1 MB, grown for a larger record), the
+ * natural-key set (the key bytes in one arena, a 24-byte slot and one bit
+ * per event) and the gold groups; events are never held as structs.  How
+ * long each step took is reported at DEBUG1.
  *
  * IDENTIFICATION
  *	  src/bridge.c

@@ -191,6 +191,7 @@ typedef struct KlBridge
 	int64		last_offset;
 	char	   *tmp_path;		/* the CSV being written, until placed */
 	int			tmp_fd;
+	struct KlCsvWriter *writer;	/* its writing thread (bridge_adapter.c) */
 	int64		csv_bytes;
 	char		source_hash[KL_SHA256_HEX_LEN + 1];
 
@@ -258,6 +259,8 @@ extern void kl_bridge_select(KlBridge *b, List *batches);
 /* in bridge_adapter.c */
 extern void kl_bridge_open_csv(KlBridge *b);
 extern void kl_bridge_write(KlBridge *b, KlSha256 *sha, StringInfo buf);
+extern void kl_bridge_write_wait(KlBridge *b);
+extern void kl_bridge_write_stop(KlBridge *b);
 extern void kl_bridge_close_csv(KlBridge *b);
 extern void kl_bridge_place_adapter(KlBridge *b);
 extern void kl_bridge_record_adapter(KlBridge *b);

@@ -11,7 +11,10 @@
  * what that one saw, and adopted batches count).  Each batch's manifest and
  * accepted.jsonl are checked against the catalog's copy of the manifest
  * before its first line is used (batch_read.c: manifest size and CRC-32C;
- * file size, lines, CRC-32C; a mismatch is XX001), and the lines are read
+ * file size, lines, CRC-32C; a mismatch is XX001; the next batch's file is
+ * read and checked on a read-ahead thread while this one is parsed, so a
+ * damaged batch can be reported before the lines of the one before it are
+ * all read: the call fails either way), and the lines are read
  * by the fast path of batch_format.c, which takes every line land() writes
  * (a DEBUG1 line counts the lines it did not take).  Kept: the lines whose
  * event has the date, except coordinates that recover() demoted, and, when
@@ -279,14 +282,50 @@ kl_field_instant(const KlBridgeField *fd, const KlCsvValue *v, TimestampTz *inst
 }
 
 /*
- * kl_bridge_select
+ * kl_bridge_next_batch
+ *		The first batch from cell on that the selection opens (a closing
+ *		opens no batch wholly past a partition's mark).
+ */
+static ListCell *
+kl_bridge_next_batch(KlBridge *b, List *batches, ListCell *cell)
+{
+	for (; cell != NULL; cell = lnext(batches, cell))
+	{
+		KlBatch    *batch = lfirst(cell);
+
+		if (kl_bridge_below_marks(b, batch->partition, batch->first_offset))
+			return cell;
+	}
+	return NULL;
+}
+
+/*
+ * kl_bridge_read_ahead
+ *		Check a batch's manifest, then start reading its accepted.jsonl on
+ *		the read-ahead thread (batch_read.c), into a buffer of the call's
+ *		(the reader and its path live as long as the call, not the batch).
+ */
+static void
+kl_bridge_read_ahead(KlBridge *b, KlBatch *batch, KlFileReader *r, char **buffer,
+					 size_t *buffer_size, KlReadAhead *ra)
+{
+	MemoryContext old = MemoryContextSwitchTo(b->cxt);
+
+	kl_check_manifest(b->src, batch);
+	kl_reader_open_ahead(r, b->src, batch, KL_FILE_ACCEPTED, buffer, buffer_size, ra);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * kl_bridge_select_events
  *		Pass 1.  Every accepted event of the date, in (partition, offset)
  *		order, becomes one canonical CSV line, written to a temporary file
- *		and hashed on the way; the source-side check numbers are counted at
- *		the same time.  ERROR P0002 when there is no event.
+ *		and hashed on the way (by the writing thread, bridge_adapter.c, one
+ *		buffer while this fills the next); the source-side check numbers are
+ *		counted at the same time.  ERROR P0002 when there is no event.
  */
-void
-kl_bridge_select(KlBridge *b, List *batches)
+static void
+kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 {
 	MemoryContext batch_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge batch",
 													ALLOCSET_DEFAULT_SIZES);
@@ -320,6 +359,9 @@ kl_bridge_select(KlBridge *b, List *batches)
 	int64		lines_read = 0;
 	uint8		digest[KL_SHA256_LEN];
 	ListCell   *cell;
+	KlFileReader readers[2];
+	char	   *buffers[2] = {NULL, NULL};
+	size_t		buffer_sizes[2] = {0, 0};
 
 	for (int i = 0; i < nf; i++)
 		field_names[i] = lay->fields[i].name;
@@ -343,7 +385,11 @@ kl_bridge_select(KlBridge *b, List *batches)
 	values[c_partition].is_int = true;
 	values[c_offset].is_int = true;
 
-	foreach(cell, batches)
+	/* the first batch's file is read ahead, then each next while one is used */
+	cell = kl_bridge_next_batch(b, batches, list_head(batches));
+	if (cell)
+		kl_bridge_read_ahead(b, lfirst(cell), &readers[0], &buffers[0], &buffer_sizes[0], ra);
+	for (int cur = 0; cell != NULL; cur = 1 - cur)
 	{
 		KlBatch *batch = lfirst(cell);
 		KlUsedBatch *used = NULL;
@@ -351,11 +397,14 @@ kl_bridge_select(KlBridge *b, List *batches)
 		const char *text;
 		size_t		len;
 
-		if (!kl_bridge_below_marks(b, batch->partition, batch->first_offset))
-			continue;
 		MemoryContextSwitchTo(batch_cxt);
-		kl_check_manifest(b->src, batch);
-		kl_reader_open(&reader, b->src, batch, KL_FILE_ACCEPTED);
+		kl_reader_wait(&readers[cur], ra);
+		reader = readers[cur];
+		reader.errcallback.arg = &reader;
+		cell = kl_bridge_next_batch(b, batches, lnext(batches, cell));
+		if (cell)
+			kl_bridge_read_ahead(b, lfirst(cell), &readers[1 - cur], &buffers[1 - cur],
+								 &buffer_sizes[1 - cur], ra);
 		reader.errcallback.previous = error_context_stack;
 		error_context_stack = &reader.errcallback;
 
@@ -544,6 +593,9 @@ kl_bridge_select(KlBridge *b, List *batches)
 		MemoryContextSwitchTo(b->cxt);
 		MemoryContextReset(batch_cxt);
 	}
+	for (int i = 0; i < 2; i++)
+		if (buffers[i])
+			pfree(buffers[i]);
 	if (lay->nnk > 0)
 	{
 		kl_keyset_drain(&keys, kl_mark_first_seen, b);
@@ -569,8 +621,33 @@ kl_bridge_select(KlBridge *b, List *batches)
 
 	/* finish the file: the last bytes, the digest, fsync */
 	kl_bridge_write(b, sha, &out);
+	kl_bridge_write_wait(b);
 	kl_sha256_final(sha, digest);
 	kl_hex(digest, KL_SHA256_LEN, b->source_hash);
 	kl_bridge_close_csv(b);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * kl_bridge_select
+ *		Pass 1 (kl_bridge_select_events), with the writing thread stopped and
+ *		joined before any error goes on: no thread outlives the call or
+ *		touches the buffers and the file after an ERROR or a cancel.
+ */
+void
+kl_bridge_select(KlBridge *b, List *batches)
+{
+	KlReadAhead *ra = MemoryContextAllocZero(b->cxt, sizeof(KlReadAhead));
+
+	PG_TRY();
+	{
+		kl_bridge_select_events(b, batches, ra);
+	}
+	PG_CATCH();
+	{
+		kl_reader_stop(ra);
+		kl_bridge_write_stop(b);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }

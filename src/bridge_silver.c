@@ -9,6 +9,11 @@
  * event pass 1 marked first of its natural key becomes a silver row, the
  * others are counted and skipped.
  *
+ * The CSV is read and split into records one block ahead, on a thread
+ * (csv.c, kl_csv_ahead_start), while the backend builds and inserts the rows
+ * of the block before: the same records and errors as reading it on the
+ * backend, the thread joined before an ERROR goes on.
+ *
  * No SQL per row: the rows go straight into the table and its indexes
  * (bulk_insert.c: heap multi-insert, then index inserts, a BRIN index given
  * a value once per heap block), in chunks of KL_SILVER_CHUNK.  Silver is
@@ -334,13 +339,13 @@ kl_gold_add(KlBridge *b, KlGoldDef *g, StringInfo key, char **f, int *lens,
 }
 
 /*
- * kl_bridge_load_silver
+ * kl_bridge_load_silver_rows
  *		Pass 2: read the CSV back; insert each event that pass 1 found first
  *		of its natural key into silver, and add it to its group of each
  *		declared gold.
  */
-void
-kl_bridge_load_silver(KlBridge *b)
+static void
+kl_bridge_load_silver_rows(KlBridge *b, KlCsvAhead *ahead)
 {
 	MemoryContext groups_cxt = AllocSetContextCreate(b->cxt, "kafka_lake bridge gold groups",
 													 ALLOCSET_DEFAULT_SIZES);
@@ -451,7 +456,9 @@ kl_bridge_load_silver(KlBridge *b)
 		b->header_seen = h.data;
 	}
 
-	while ((n = kl_csv_next(&r, f, lens, ncol)) >= 0)
+	/* the records: the next block read and split on a thread meanwhile */
+	kl_csv_ahead_start(ahead, &r, ncol);
+	while ((n = kl_csv_ahead_next(ahead, &f, &lens)) >= 0)
 	{
 		TupleTableSlot *slot;
 		Datum	   *v;
@@ -599,4 +606,26 @@ kl_bridge_load_silver(KlBridge *b)
 							 b->src->source, b->date_text, (long long) b->silver_inserted,
 							 (long long) b->silver_duplicates)));
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * kl_bridge_load_silver
+ *		Step 6 (kl_bridge_load_silver_rows), with the CSV's read-ahead
+ *		thread stopped and joined before any error goes on.
+ */
+void
+kl_bridge_load_silver(KlBridge *b)
+{
+	KlCsvAhead *ahead = MemoryContextAllocZero(b->cxt, sizeof(KlCsvAhead));
+
+	PG_TRY();
+	{
+		kl_bridge_load_silver_rows(b, ahead);
+	}
+	PG_CATCH();
+	{
+		kl_csv_ahead_stop(ahead);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }

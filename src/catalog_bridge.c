@@ -211,11 +211,14 @@ kl_catalog_processed_run(KlBridge *b, KlPriorRun *prior)
  *		Run one query of the quality checks over a run's silver rows ($1 is
  *		the run_id) and return its one row as text (ncols values, NULL for a
  *		null).  The planner cannot know that the new run has a million rows
- *		(the statistics predate them) and would sort them to group: the
- *		query hashes them instead, in memory.
+ *		(the statistics predate them) and would pick its plan for a few; so
+ *		work_mem is large enough to keep them in memory, and what is grouped
+ *		is grouped as the query needs: sort_distinct sorts (a DISTINCT of
+ *		the key hashes, sorted by each parallel worker and merged, then
+ *		counted), otherwise hashing (grouping the rare duplicates).
  */
 char **
-kl_catalog_check_query(const char *sql, const char *run_id, int *ncols)
+kl_catalog_check_query(const char *sql, const char *run_id, bool sort_distinct, int *ncols)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	KlCatalogSave cs;
@@ -227,8 +230,8 @@ kl_catalog_check_query(const char *sql, const char *run_id, int *ncols)
 	gucs = NewGUCNestLevel();
 	(void) set_config_option("work_mem", "262144", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option(sort_distinct ? "enable_hashagg" : "enable_sort", "off",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	cs = kl_catalog_begin();
 	if (SPI_execute_with_args(sql, 1, types, values, NULL, false, 0) != SPI_OK_SELECT ||
 		SPI_processed != 1)

@@ -17,7 +17,8 @@ extern bool kl_catalog_record_adapter(KlBridge *b);
 extern char *kl_catalog_extension_version(void);
 extern bool kl_catalog_processed_run(KlBridge *b, KlPriorRun *prior);
 extern bool kl_catalog_current_snapshot(KlBridge *b, int64 *snapshot_id);
-extern char **kl_catalog_check_query(const char *sql, const char *run_id, int *ncols);
+extern char **kl_catalog_check_query(const char *sql, const char *run_id, bool sort_distinct,
+									 int *ncols);
 extern char *kl_catalog_silver_columns(const char *relname);
 extern KlCatalogSave kl_catalog_definer_begin(const char *function, const char *owner);
 extern int64 kl_catalog_owner_check(const char *function, const char *owner, const char *run_id,

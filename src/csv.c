@@ -32,6 +32,20 @@
  * file is read in large chunks, so a record is found with one memchr for its
  * LF and one for a quote in the common case.
  *
+ * Reading ahead (kl_csv_ahead_start, for silver): two blocks of 1 MB; while
+ * the caller takes the records of one, a thread reads the next block of the
+ * file and splits its records (at most KL_CSV_AHEAD_RECORDS) with the same
+ * pure code kl_csv_next uses (kl_csv_record_end, kl_csv_split), so the
+ * records and the errors are the same (the bytes kl_csv_next read but did
+ * not return, after the header, are read again).  The bytes after a block's last
+ * whole record are carried to the start of the other block before its job
+ * starts; a record larger than a block grows the block (on the backend,
+ * between jobs).  The thread runs with every signal blocked, calls neither
+ * palloc nor ereport (a read error or a malformed record is a result the
+ * backend reports when it gets there), and only one job is out at a time,
+ * joined before the block it fills is read; kl_csv_ahead_stop joins it
+ * from the caller's PG_CATCH.
+ *
  * IDENTIFICATION
  *	  src/csv.c
  *
@@ -40,6 +54,8 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "miscadmin.h"
@@ -50,6 +66,7 @@
 #include "landing_files.h"
 
 #define KL_CSV_READ_CHUNK	(4 * 1024 * 1024)
+#define KL_CSV_AHEAD_BLOCK	(1024 * 1024)
 
 const char *const kl_csv_columns[KL_CSV_NCOLUMNS] = {
 	"event_time", "plant_id", "line_id", "work_order_id", "machine_id",
@@ -279,14 +296,12 @@ kl_csv_malformed(KlCsvReader *r, const char *what)
 
 /*
  * kl_csv_record_end
- *		The LF that ends the record starting at r->pos, honouring quotes;
- *		NULL when the buffer ends first.
+ *		The LF that ends the record starting at p, honouring quotes; NULL
+ *		when the bytes end first (pure: the read-ahead thread calls it).
  */
 static char *
-kl_csv_record_end(KlCsvReader *r)
+kl_csv_record_end(char *p, char *end)
 {
-	char	   *p = r->buf + r->pos;
-	char	   *end = r->buf + r->len;
 	char	   *lf = memchr(p, '\n', end - p);
 	bool		quoted = false;
 
@@ -306,29 +321,16 @@ kl_csv_record_end(KlCsvReader *r)
 }
 
 /*
- * kl_csv_next
- *		The next record's fields (unquoted, NUL-terminated, valid until the
- *		next call); returns the number of fields, or -1 at end of file.
- *		At most maxfields are returned; more is an ERROR.
+ * kl_csv_split
+ *		Split the record p..lf into its fields (unquoted in place,
+ *		NUL-terminated); the number of fields, or -1 with *error saying what
+ *		is malformed (pure: the read-ahead thread calls it).
  */
-int
-kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
+static int
+kl_csv_split(char *p, char *lf, char **fields, int *lens, int maxfields, const char **error)
 {
-	char	   *lf;
-	char	   *p;
 	int			n = 0;
 
-	while ((lf = kl_csv_record_end(r)) == NULL)
-	{
-		if (!kl_csv_fill(r))
-		{
-			if (r->pos < r->len)
-				kl_csv_malformed(r, "the last record has no line feed");
-			return -1;
-		}
-	}
-
-	p = r->buf + r->pos;
 	*lf = '\0';
 	for (;;)
 	{
@@ -336,7 +338,10 @@ kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
 		char	   *out;
 
 		if (n == maxfields)
-			kl_csv_malformed(r, "too many fields");
+		{
+			*error = "too many fields";
+			return -1;
+		}
 		if (*p == '"')
 		{
 			/* quoted: unquote in place */
@@ -344,7 +349,10 @@ kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
 			for (;;)
 			{
 				if (p >= lf)
-					kl_csv_malformed(r, "unterminated quoted field");
+				{
+					*error = "unterminated quoted field";
+					return -1;
+				}
 				if (*p == '"')
 				{
 					if (p[1] == '"')
@@ -359,7 +367,10 @@ kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
 				*out++ = *p++;
 			}
 			if (*p != ',' && *p != '\0')
-				kl_csv_malformed(r, "text after a closing quote");
+			{
+				*error = "text after a closing quote";
+				return -1;
+			}
 		}
 		else
 		{
@@ -367,7 +378,10 @@ kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
 			while (*p != ',' && *p != '\0')
 			{
 				if (*p == '"')
-					kl_csv_malformed(r, "quote inside an unquoted field");
+				{
+					*error = "quote inside an unquoted field";
+					return -1;
+				}
 				p++;
 			}
 			out = p;
@@ -383,9 +397,273 @@ kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
 		*out = '\0';
 		p++;
 	}
+	return n;
+}
+
+/*
+ * kl_csv_next
+ *		The next record's fields (unquoted, NUL-terminated, valid until the
+ *		next call); returns the number of fields, or -1 at end of file.
+ *		At most maxfields are returned; more is an ERROR.
+ */
+int
+kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
+{
+	char	   *lf;
+	const char *error = NULL;
+	int			n;
+
+	while ((lf = kl_csv_record_end(r->buf + r->pos, r->buf + r->len)) == NULL)
+	{
+		if (!kl_csv_fill(r))
+		{
+			if (r->pos < r->len)
+				kl_csv_malformed(r, "the last record has no line feed");
+			return -1;
+		}
+	}
+
+	n = kl_csv_split(r->buf + r->pos, lf, fields, lens, maxfields, &error);
+	if (n < 0)
+		kl_csv_malformed(r, error);
 	r->pos = lf + 1 - r->buf;
 	r->records++;
 	return n;
+}
+
+/*
+ * kl_csv_ahead_job
+ *		The read-ahead thread's job on one block: read until the block is
+ *		full or the file ends, then split the complete records in it, at
+ *		most KL_CSV_AHEAD_RECORDS.  Only read(2) and the pure splitting: no
+ *		palloc, no ereport; what goes wrong is a result.
+ */
+static void *
+kl_csv_ahead_job(void *arg)
+{
+	KlCsvAhead *a = (KlCsvAhead *) arg;
+	KlCsvBlock *k = a->job;
+	char	   *p;
+	char	   *end;
+
+	while (k->len < k->cap && !k->eof && !a->cancel)
+	{
+		ssize_t		n = read(a->fd, k->buf + k->len, k->cap - k->len);
+
+		if (n < 0)
+		{
+			k->read_errno = errno;
+			return NULL;
+		}
+		if (n == 0)
+			k->eof = true;
+		k->len += n;
+	}
+	p = k->buf;
+	end = k->buf + k->len;
+	while (k->nrecords < KL_CSV_AHEAD_RECORDS && !a->cancel)
+	{
+		char	   *lf = kl_csv_record_end(p, end);
+		int			n;
+
+		if (lf == NULL)
+			break;
+		n = kl_csv_split(p, lf, k->fields + (Size) k->nrecords * a->maxfields,
+						 k->lens + (Size) k->nrecords * a->maxfields, a->maxfields, &k->error);
+		if (n < 0)
+			break;
+		k->nfields[k->nrecords++] = n;
+		p = lf + 1;
+	}
+	k->consumed = p - k->buf;
+	if (k->nrecords == 0 && k->error == NULL && !k->eof && k->len == k->cap)
+		k->need_room = true;
+	return NULL;
+}
+
+/*
+ * kl_csv_ahead_submit
+ *		Start the job of block k (its carried bytes already in place).
+ */
+static void
+kl_csv_ahead_submit(KlCsvAhead *a, KlCsvBlock *k)
+{
+	sigset_t	all;
+	sigset_t	old;
+
+	k->nrecords = 0;
+	k->next = 0;
+	k->consumed = 0;
+	k->error = NULL;
+	k->read_errno = 0;
+	k->need_room = false;
+	a->job = k;
+	a->cancel = false;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	a->running = (pthread_create(&a->thread, NULL, kl_csv_ahead_job, a) == 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!a->running)
+		kl_csv_ahead_job(a);
+}
+
+/*
+ * kl_csv_ahead_join
+ *		Wait for the job out, and report a read error.
+ */
+static void
+kl_csv_ahead_join(KlCsvAhead *a)
+{
+	if (a->running)
+	{
+		pthread_join(a->thread, NULL);
+		a->running = false;
+	}
+	if (a->job && a->job->read_errno != 0)
+	{
+		errno = a->job->read_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", a->r->path)));
+	}
+}
+
+/*
+ * kl_csv_ahead_block_room
+ *		Make block k hold at least cap bytes, keeping its bytes.
+ */
+static void
+kl_csv_ahead_block_room(KlCsvBlock *k, size_t cap)
+{
+	if (k->cap >= cap)
+		return;
+	k->buf = repalloc_huge(k->buf, cap + 1);
+	k->cap = cap;
+}
+
+/*
+ * kl_csv_ahead_start
+ *		Go on reading r (after its header, say) with a read-ahead thread:
+ *		the next block of the file is read and split into records there
+ *		while the caller uses the records of the current one.  Records come
+ *		from kl_csv_ahead_next, exactly as kl_csv_next would give them, with
+ *		the same errors.  The caller stops the thread with kl_csv_ahead_stop
+ *		in its PG_CATCH, before an ERROR goes on (the abort closes the file
+ *		it reads).
+ */
+void
+kl_csv_ahead_start(KlCsvAhead *a, KlCsvReader *r, int maxfields)
+{
+	off_t		unread = (off_t) (r->len - r->pos);
+
+	memset(a, 0, sizeof(*a));
+	a->r = r;
+	a->fd = r->fd;
+	a->maxfields = maxfields;
+	for (int i = 0; i < 2; i++)
+	{
+		KlCsvBlock *k = &a->blocks[i];
+
+		k->cap = KL_CSV_AHEAD_BLOCK;
+		k->buf = palloc(k->cap + 1);
+		k->fields = palloc(sizeof(char *) * KL_CSV_AHEAD_RECORDS * maxfields);
+		k->lens = palloc(sizeof(int) * KL_CSV_AHEAD_RECORDS * maxfields);
+		k->nfields = palloc(sizeof(int) * KL_CSV_AHEAD_RECORDS);
+	}
+
+	/* the bytes r read but did not return are read again, by the blocks */
+	if (lseek(r->fd, -unread, SEEK_CUR) < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek in file \"%s\": %m", r->path)));
+	r->pos = r->len = 0;
+	r->eof = false;
+	a->blocks[1].exhausted = true;	/* the first block comes next */
+	a->cur = 1;
+	kl_csv_ahead_submit(a, &a->blocks[0]);
+}
+
+/*
+ * kl_csv_ahead_next
+ *		The next record: *fields and *lens point at its fields (valid until
+ *		the next call); the number of fields, or -1 at end of file.
+ */
+int
+kl_csv_ahead_next(KlCsvAhead *a, char ***fields, int **lens)
+{
+	KlCsvReader *r = a->r;
+
+	for (;;)
+	{
+		KlCsvBlock *k = &a->blocks[a->cur];
+		KlCsvBlock *o;
+		size_t		tail;
+
+		if (!k->exhausted && k->next < k->nrecords)
+		{
+			int			i = k->next++;
+
+			*fields = k->fields + (Size) i * a->maxfields;
+			*lens = k->lens + (Size) i * a->maxfields;
+			r->records++;
+			return k->nfields[i];
+		}
+		if (!k->exhausted && k->error)
+			kl_csv_malformed(r, k->error);
+		if (k->last)
+			return -1;
+		k->exhausted = true;
+
+		/* the other block is out: it becomes the current one */
+		a->cur = 1 - a->cur;
+		k = &a->blocks[a->cur];
+		kl_csv_ahead_join(a);
+		while (k->need_room)
+		{
+			/* one record larger than the block: grow it, read on */
+			kl_csv_ahead_block_room(k, k->cap * 2);
+			kl_csv_ahead_submit(a, k);
+			kl_csv_ahead_join(a);
+		}
+		k->exhausted = false;
+		k->last = false;
+		if (k->nrecords == 0 && k->error == NULL)
+		{
+			/* the file ended (read to its end, with no record left) */
+			if (k->len > 0)
+				kl_csv_malformed(r, "the last record has no line feed");
+			k->last = true;
+			continue;
+		}
+		if (k->error != NULL || (k->eof && k->consumed == k->len))
+		{
+			k->last = (k->error == NULL);
+			continue;
+		}
+
+		/* what follows its records goes to the other block, read on there */
+		o = &a->blocks[1 - a->cur];
+		tail = k->len - k->consumed;
+		kl_csv_ahead_block_room(o, Max(k->cap, tail * 2));
+		memcpy(o->buf, k->buf + k->consumed, tail);
+		o->len = tail;
+		o->eof = k->eof;
+		kl_csv_ahead_submit(a, o);
+	}
+}
+
+/*
+ * kl_csv_ahead_stop
+ *		Stop and join the read-ahead thread, if out (for a PG_CATCH).
+ */
+void
+kl_csv_ahead_stop(KlCsvAhead *a)
+{
+	if (a == NULL || !a->running)
+		return;
+	a->cancel = true;
+	pthread_join(a->thread, NULL);
+	a->running = false;
 }
 
 /*

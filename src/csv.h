@@ -11,6 +11,8 @@
 #ifndef KAFKA_LAKE_CSV_H
 #define KAFKA_LAKE_CSV_H
 
+#include <pthread.h>
+
 #include "lib/stringinfo.h"
 
 /* The columns of the canonical CSV, in their order */
@@ -61,6 +63,41 @@ typedef struct KlCsvReader
 	int64		records;		/* records returned so far */
 } KlCsvReader;
 
+/* Reading on with a read-ahead thread (kl_csv_ahead_start) */
+#define KL_CSV_AHEAD_RECORDS	4096
+
+typedef struct KlCsvBlock
+{
+	char	   *buf;			/* bytes buf[0..len) of the file */
+	size_t		cap;
+	size_t		len;
+	bool		eof;			/* the file ends after them */
+	char	  **fields;			/* per record, maxfields slots */
+	int		   *lens;
+	int		   *nfields;
+	int			nrecords;		/* records split */
+	size_t		consumed;		/* their bytes */
+	const char *error;			/* the record after them is malformed */
+	int			read_errno;
+	bool		need_room;		/* no whole record fits: grow, read on */
+	int			next;			/* the next record to hand out */
+	bool		exhausted;		/* handed out, or not yet read */
+	bool		last;			/* no block follows */
+} KlCsvBlock;
+
+typedef struct KlCsvAhead
+{
+	KlCsvReader *r;
+	int			fd;
+	int			maxfields;
+	KlCsvBlock	blocks[2];
+	int			cur;			/* the block records come from */
+	KlCsvBlock *job;			/* the block of the job last started */
+	pthread_t	thread;
+	bool		running;		/* a job is out: join it */
+	volatile bool cancel;
+} KlCsvAhead;
+
 extern const char *const kl_csv_columns[KL_CSV_NCOLUMNS];
 extern const char kl_csv_header[];
 extern void kl_csv_append_field(StringInfo out, const char *s, size_t len);
@@ -68,6 +105,9 @@ extern void kl_csv_append_int64(StringInfo out, int64 v);
 extern void kl_csv_append_values(StringInfo out, const KlCsvValue *values, int n);
 extern void kl_csv_append_row(StringInfo out, const KlCsvValue *values);
 extern void kl_csv_open(KlCsvReader *r, const char *path);
+extern void kl_csv_ahead_start(KlCsvAhead *a, KlCsvReader *r, int maxfields);
+extern int	kl_csv_ahead_next(KlCsvAhead *a, char ***fields, int **lens);
+extern void kl_csv_ahead_stop(KlCsvAhead *a);
 extern int	kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields);
 extern void kl_csv_close(KlCsvReader *r);
 
