@@ -904,3 +904,18 @@ CREATE OR REPLACE VIEW kafka_lake.source_status AS
            AND (x.partition IS NULL OR x.partition = p.partition)
          ORDER BY x.failed_at DESC LIMIT 1
     ) e ON true;
+
+--------------------------------------------------------------------------
+-- Silver's BRIN index summarises at VACUUM, not per filled range
+--
+-- With autosummarize, every block range a bridge fills asks autovacuum to
+-- summarise it through a queue of 256 work items: a bridge of about a
+-- million events fills more ranges than that, and PostgreSQL writes a LOG
+-- line for each request it drops (hundreds per bridge).  Nothing reads
+-- those summaries before the next VACUUM anyway: the bridge's own checks
+-- read the run it has just written, whose ranges are never summarised yet,
+-- and the inserts of a bridge make autovacuum vacuum the table, which
+-- summarises every new range.  So the index waits for VACUUM (a source's
+-- own <source>_silver is created the same way).
+--------------------------------------------------------------------------
+ALTER INDEX kafka_lake.silver_machine_events_run_idx SET (autosummarize = off);

@@ -910,7 +910,7 @@ kl_silver_ensure(const KlSource *src, const KlContract *c)
 	appendStringInfoString(&sql, ")");
 	cs = kl_catalog_begin();
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("CREATE INDEX ON kafka_lake.%s USING brin (run_id) WITH (autosummarize = on)",
+		SPI_execute(psprintf("CREATE INDEX ON kafka_lake.%s USING brin (run_id) WITH (autosummarize = off)",
 							 rel), false, 0) != SPI_OK_UTILITY ||
 		SPI_execute(psprintf("COMMENT ON TABLE kafka_lake.%s IS %s", rel,
 							 quote_literal_cstr(psprintf("Silver of kafka_lake source %s: the accepted events of each bridge run, one column per field of contract %s, deduplicated on its natural key",
