@@ -13,16 +13,19 @@
 #   * verify() is clean and no staging directory is left;
 #   * no lander failed for any reason but the ones provoked: a killed backend, the broker
 #     outage, a call that ran out of time, or a lander that met the source while it was
-#     being dropped and created again.
+#     being dropped and created again;
+#   * every process the server log says died was killed by the soak's SIGKILL (signal 9),
+#     none by a crash of its own (a segfault or an abort, in a backend or one of its threads).
 # Bounded in time (a few minutes at most); no assertion about time.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 9
+plan 10
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d kl_test -c "$1"; }
 ROUNDS=${KL_SOAK_ROUNDS:-24}
 # at least a minute in all, so that the pg_cron job runs during the soak
 MIN_ROUND_SECONDS=${KL_SOAK_MIN_ROUND_SECONDS:-3}
 work=$KL_TMP/soak
 mkdir -p "$work"
+log_from=$(($(stat -c %s "$KL_SERVER_LOG") + 1))
 chmod 777 "$work"
 
 bootstrap=$(q "SELECT kl_test.private_broker('soak', 'soak.t:12')")
@@ -123,8 +126,12 @@ is "$(find "$landing/.staging" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" 0 "
 # every failure is one the soak provoked
 cat "$work"/errors.* 2>/dev/null |
 	grep -E '^(psql:.*)?ERROR|FATAL|server closed|terminat|connection' |
-	grep -vE 'terminating connection because of crash of another server process|connection to server on socket .* failed|server closed the connection unexpectedly|This probably means the server terminated abnormally|before or while processing the request|connection to server was lost|the database system is in recovery mode|the database system is not yet accepting connections|HV00N|57014|canceling statement due to statement timeout|could not reach|brokers? .*(down|unreachable)|source "soak_src" does not exist|kafka_lake source "soak_src" was dropped' \
+	grep -vE 'terminating connection because of crash of another server process|connection to server on socket .* failed|server closed the connection unexpectedly|This probably means the server terminated abnormally|before or while processing the request|connection to server was lost|no connection to the server|the database system is in recovery mode|the database system is not yet accepting connections|HV00N|57014|canceling statement due to statement timeout|could not reach|brokers? .*(down|unreachable)|source "soak_src" does not exist|kafka_lake source "soak_src" was dropped' \
 	>"$work/unexpected" || true
 ok "[ ! -s '$work/unexpected' ]" "no lander failed but for a provoked reason"
 [ -s "$work/unexpected" ] && diag "$(sort "$work/unexpected" | uniq -c | sort -rn | head -20)" && sort "$work/unexpected" | uniq -c | sort -rn | head -20 >&2
+tail -c +"$log_from" "$KL_SERVER_LOG" | grep -E 'was terminated by signal|terminated by exception' |
+	grep -v 'was terminated by signal 9' >"$work/crashes" || true
+ok "[ ! -s '$work/crashes' ]" "every process that died was one the soak killed (signal 9)"
+[ -s "$work/crashes" ] && diag "$(head -5 "$work/crashes")"
 q "SELECT kl_test.private_ctl('soak', 'shutdown')" >/dev/null 2>&1 || true

@@ -56,5 +56,5 @@ is "$(q -d $db -c "SELECT string_agg(partition || ':' || accepted || ':' || last
 	"source_status counts what 1.0 landed, and shows the close's landing"
 
 # the landing directory is the cluster's: leave none behind for later tests' sources
-q -d $db -c "SELECT kafka_lake.drop_source('cu_src', drop_landing => true)" >/dev/null
+q -d $db -c "SELECT kafka_lake.drop_source('cl_src', drop_landing => true)" >/dev/null
 q -d postgres -c "DROP DATABASE $db" -c "DROP ROLE $role" >/dev/null
