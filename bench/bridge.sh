@@ -11,7 +11,7 @@
 # run:
 #
 #   1. creates a topic of PARTITIONS partitions (default 100: the test
-#      broker keeps only about 5 MiB per partition, see NOTES.md) and fills
+#      broker keeps only about 5 MiB per partition, see test/broker/README.md) and fills
 #      it with COUNT seed-style events of ONE business date
 #      (kafka_lake_broker fill --date);
 #   2. lands them (timed, for information);

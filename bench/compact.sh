@@ -8,7 +8,7 @@
 #                             test/lib/env.sh; bench/run compact does all of it)
 #
 # Steps: fill a topic of 100 partitions with 1,000,000 seed-style events (the
-# test broker keeps about 5 MiB per partition, see ../shared/NOTES.md); land
+# test broker keeps about 5 MiB per partition, see test/broker/README.md); land
 # them with kafka_lake.batch_max_records = 100, as a landing every minute of
 # a quiet topic would: 100 batches of 100 events per partition, 10,000 in
 # all; time

@@ -10,12 +10,12 @@
 #                             test/lib/env.sh; bench/run does all of it)
 #
 # Fills a topic of 100 partitions with 1,000,000 seed-style events (the test
-# broker keeps about 5 MiB per partition, see ../shared/NOTES.md), then, each
+# broker keeps about 5 MiB per partition, see test/broker/README.md), then, each
 # KL_BENCH_RUNS times (default 3) and interleaved:
 #   kcat, default settings:  kcat -C -e -o beginning -f '%s\n' > file
 #   kcat, tuned queue:       the same with queued.min.messages=2000000,
 #                            queued.max.messages.kbytes=1048576 (the best
-#                            kcat NOTES measured)
+#                            kcat setting measured on this kind of machine)
 #   kafka_lake:              a new source, SELECT ... FROM kafka_lake.land(...)
 #                            of all 1,000,000 records in one call, in a
 #                            fresh backend; then its VmHWM

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/scan.sh -- full scan of 1,000,000 accepted events through a typed
 # kafka_lake foreign table, against file_fdw over the same records as CSV,
-# measured in the same run on the same cluster (issue 4).
+# measured in the same run on the same cluster.
 #
 #   bench/scan.sh            (env: PGHOST PGPORT PGUSER PGDATABASE
 #                             KL_BOOTSTRAP KL_BROKER KL_BROKER_DIR, as set by
@@ -9,7 +9,7 @@
 #                             kl_start_broker; PGUSER must be a superuser)
 #
 # Steps: create a topic of 100 partitions (the test broker keeps only about
-# 5 MiB per partition, see ../shared/NOTES.md) and fill it with 1,000,000
+# 5 MiB per partition, see test/broker/README.md) and fill it with 1,000,000
 # seed-style events; create a source and land it all (one batch per
 # partition); declare a typed foreign table over the accepted records;
 # export the same records (the 13 event fields and the 5 Kafka fields of an

@@ -62,6 +62,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "batch_format.h"
 #include "bridge.h"
 #include "catalog_bridge.h"
 #include "digest.h"
@@ -376,17 +377,8 @@ static char *
 kl_bridge_provenance(KlBridge *b)
 {
 	StringInfoData doc;
-	TimestampTz now = GetCurrentTimestamp();
-	struct pg_tm tm;
-	fsec_t		fsec;
 	ListCell   *cell;
-	char	   *created;
-
-	if (timestamp2tm(now, NULL, &tm, &fsec, NULL, NULL) != 0)
-		elog(ERROR, "timestamp out of range");
-	created = psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00",
-					   tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-					   (int) fsec);
+	char	   *created = kl_iso_now();
 
 	initStringInfo(&doc);
 	appendStringInfoString(&doc, "{\n  \"batches\": [\n");

@@ -1286,7 +1286,11 @@ kl_int8_array3(Datum d, int64 *out)
 	int64	   *v = (int64 *) ARR_DATA_PTR(a);
 
 	if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != KL_NFILES || ARR_HASNULL(a))
-		elog(ERROR, "unexpected file checks in kafka_lake.batches");
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a row of kafka_lake.batches holds file checks kafka_lake did not write"),
+				 errdetail("Each batch row holds one size, line count and CRC-32C per landed file, %d in all.", KL_NFILES),
+				 errhint("The catalog was edited: restore the row, or run kafka_lake.recover() after removing it so that the batch is adopted again from its manifest.")));
 	for (int i = 0; i < KL_NFILES; i++)
 		out[i] = v[i];
 }
@@ -1458,7 +1462,12 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 			deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
 							  &elems, NULL, &nelems);
 			if (nelems != KL_NFILES)
-				elog(ERROR, "unexpected file checks in kafka_lake.batches for batch %s", b->batch_id);
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("the row of batch %s in kafka_lake.batches holds file checks kafka_lake did not write",
+								b->batch_id),
+						 errdetail("Each batch row holds one SHA-256 per landed file, %d in all.", KL_NFILES),
+						 errhint("The catalog was edited: restore the row, or run kafka_lake.recover() after removing it so that the batch is adopted again from its manifest.")));
 			for (int i = 0; i < KL_NFILES; i++)
 				text_to_cstring_buffer(DatumGetTextPP(elems[i]), b->files[i].sha256,
 									   sizeof(b->files[i].sha256));

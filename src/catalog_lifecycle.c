@@ -86,8 +86,12 @@ kl_catalog_swap_batches(KlSource *src, List *old_ids, const KlBatch *nb,
 							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not delete the compacted batches of source \"%s\"", src->source);
 	if (SPI_processed != (uint64) list_length(old_ids))
-		elog(ERROR, "compaction of source \"%s\" found %llu of its %d batches in the catalog",
-			 src->source, (unsigned long long) SPI_processed, list_length(old_ids));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("compaction of source \"%s\" found %llu of its %d batches in the catalog",
+						src->source, (unsigned long long) SPI_processed, list_length(old_ids)),
+				 errdetail("Nothing was compacted."),
+				 errhint("The catalog changed under the compaction: run kafka_lake.verify('%s'), which says what to do.", src->source)));
 	kl_catalog_end(cs);
 
 	kl_catalog_insert_batch(src, nb, recs, n);

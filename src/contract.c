@@ -507,7 +507,10 @@ kl_contract_prepare(void)
 	if (U_FAILURE(status))
 	{
 		kl_casemap = NULL;
-		elog(ERROR, "could not open an ICU case map: %s", u_errorName(status));
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("could not open an ICU case map: %s", u_errorName(status)),
+				 errhint("The contract's \"lower\" normalisation needs ICU's case mapping data (the libicu package PostgreSQL itself uses).")));
 	}
 }
 

@@ -715,7 +715,10 @@ kl_catalog_mark_readmitted(KlSource *src, const char *batch_id, const int64 *off
 		   " WHERE source_id = $1 AND batch_id = $2 FOR UPDATE",
 		   2, types, values, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		elog(ERROR, "batch %s of source \"%s\" has no coordinates", batch_id, src->source);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("batch %s of source \"%s\" has no row in kafka_lake.coordinates", batch_id, src->source),
+				 errhint("The catalog was edited: run kafka_lake.verify('%s'), which says what to do.", src->source)));
 	statuses = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	nlist = strlen(statuses);
 	lo = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));

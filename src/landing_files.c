@@ -952,7 +952,11 @@ kl_out_report(KlUnitWrite *u)
 					 errdetail("OpenSSL could not allocate a digest context for a batch file.")));
 			break;
 		case KL_WOP_CANCELLED:
-			elog(ERROR, "the writing of batch %s was stopped", u->out->batch_id);
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("the writing of batch %s was stopped", u->out->batch_id),
+					 errdetail("Nothing of the batch was renamed into place."),
+					 errhint("The next land() goes on from the committed offset.")));
 			break;
 	}
 }

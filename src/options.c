@@ -666,7 +666,11 @@ kl_build_conf(ForeignServer *server, Oid userid, List **secrets)
 						  errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
 	{
 		rd_kafka_conf_destroy(conf);
-		elog(ERROR, "could not turn off librdkafka's kinit command: %s", errstr);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not turn off librdkafka's kinit command"),
+				 errdetail_internal("%s", errstr),
+				 errhint("kafka_lake needs a librdkafka that knows sasl.kerberos.min.time.before.relogin (1.0 or later).")));
 	}
 
 	/*
