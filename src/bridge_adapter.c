@@ -220,18 +220,13 @@ kl_csv_writer_main(void *arg)
 }
 
 /*
- * kl_bridge_write_wait
- *		Join the job out, if any, and report what it met.
+ * kl_csv_writer_report
+ *		On the backend, once the writer's job is done: raise what it failed
+ *		at, if anything.
  */
-void
-kl_bridge_write_wait(KlBridge *b)
+static void
+kl_csv_writer_report(KlBridge *b, KlCsvWriter *w)
 {
-	KlCsvWriter *w = b->writer;
-
-	if (w == NULL || !w->running)
-		return;
-	pthread_join(w->thread, NULL);
-	w->running = false;
 	if (w->sha_failed)
 		ereport(ERROR,
 				(errcode(ERRCODE_SYSTEM_ERROR),
@@ -244,6 +239,22 @@ kl_bridge_write_wait(KlBridge *b)
 				 errmsg("could not write file \"%s\": %m", b->tmp_path),
 				 errhint("Nothing was recorded; free some space and call bridge() again.")));
 	}
+}
+
+/*
+ * kl_bridge_write_wait
+ *		Join the job out, if any, and report what it met.
+ */
+void
+kl_bridge_write_wait(KlBridge *b)
+{
+	KlCsvWriter *w = b->writer;
+
+	if (w == NULL || !w->running)
+		return;
+	pthread_join(w->thread, NULL);
+	w->running = false;
+	kl_csv_writer_report(b, w);
 }
 
 /*
@@ -320,18 +331,7 @@ kl_bridge_write(KlBridge *b, KlSha256 *sha, StringInfo buf)
 	/* no thread: do the job here */
 	kl_csv_writer_main(w);
 	w->running = false;
-	if (w->sha_failed)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYSTEM_ERROR),
-				 errmsg("could not compute SHA-256")));
-	if (w->write_errno != 0)
-	{
-		errno = w->write_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", b->tmp_path),
-				 errhint("Nothing was recorded; free some space and call bridge() again.")));
-	}
+	kl_csv_writer_report(b, w);
 }
 
 /*
