@@ -12,6 +12,7 @@ OBJS = \
 	src/kafka_lake.o \
 	src/options.o \
 	src/names.o \
+	src/builtin_types.o \
 	src/kafka.o \
 	src/json.o \
 	src/contract.o \
@@ -27,6 +28,7 @@ OBJS = \
 	src/catalog_lifecycle.o \
 	src/contract_catalog.o \
 	src/source.o \
+	src/claim.o \
 	src/land.o \
 	src/land_worker.o \
 	src/recover.o \
@@ -53,7 +55,7 @@ OBJS = \
 	src/late_events.o
 
 EXTENSION = kafka_lake
-DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql
+DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql sql/kafka_lake--1.1--1.2.sql
 PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 
 # pg_regress tests, sql/<name>.sql against expected/<name>.out.  REGRESS
@@ -84,3 +86,9 @@ all: test/broker/kafka_lake_broker
 
 test/broker/kafka_lake_broker: test/broker/kafka_lake_broker.c
 	$(CC) -O2 -Wall -Wextra $(COPT) -o $@ $< -lrdkafka -lpthread
+
+# PGXS tracks no header dependencies: every object is rebuilt when any of
+# kafka_lake's own headers changes (a struct that changes size must not
+# leave an object compiled against the old one).
+KL_HEADERS := $(wildcard $(srcdir)/src/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(KL_HEADERS)

@@ -138,6 +138,12 @@ SELECT pg_temp.error_of($$SELECT kafka_lake.add_check('regress_g', 'c2', 'SELECT
 RESET ROLE;
 GRANT SELECT ON kafka_lake.regress_g_records TO regress_g_plain;
 SET ROLE regress_g_plain;
+-- reading the source is not enough: a gold or a check gates its publication (TRIGGER)
+SELECT pg_temp.error_of($$SELECT kafka_lake.define_gold('regress_g', 'regress_g_plain_gold', ARRAY['country'], '{"n": {"count": "*"}}')$$);
+SELECT pg_temp.error_of($$SELECT kafka_lake.add_check('regress_g', 'c2', 'SELECT 1 FROM silver')$$);
+RESET ROLE;
+GRANT TRIGGER ON kafka_lake.regress_g_records TO regress_g_plain;
+SET ROLE regress_g_plain;
 SELECT pg_temp.error_of($$SELECT kafka_lake.define_gold('regress_g', 'regress_g_plain_gold', ARRAY['country'], '{"n": {"count": "*"}}')$$);
 SELECT pg_temp.error_of($$SELECT * FROM kafka_lake.regress_g_plain_gold_as_of(1)$$);
 SELECT count(*) FROM kafka_lake.regress_g_plain_gold_current;

@@ -43,10 +43,13 @@ typedef enum KlFieldKind
 typedef struct KlBridgeField
 {
 	const char *name;			/* the contract's field, the CSV column */
+	const char *column;			/* its silver column (kl_layout_for) */
 	KlFieldKind kind;
 	bool		required;		/* required, and null is not a type of it */
 	bool		date_time;		/* format date-time */
-	const char *sql_type;		/* its silver column */
+	const char *sql_type;		/* its silver column's type, and ... */
+	Oid			sql_typid;		/* ... resolved (a built-in type) */
+	int32		sql_typmod;
 	const KlSchema *schema;
 } KlBridgeField;
 
@@ -62,8 +65,12 @@ typedef struct KlLayout
 	int			nfields;		/* event fields, in CSV order */
 	KlBridgeField *fields;
 	int			ncolumns;		/* nfields + KL_NPROVENANCE */
-	const char **column_names;
-	char	   *header;			/* the CSV header line, LF included */
+	const char **column_names;	/* silver's columns after run_id and
+								 * business_date: the fields' (clipped to
+								 * NAMEDATALEN, renamed where they meet
+								 * another), then the provenance */
+	char	   *header;			/* the CSV header line, LF included: the
+								 * fields' names, quoted as CSV quotes */
 	int			bd_field;		/* CSV column whose value is the business date
 								 * when the line has no business_date of its
 								 * own; -1 */
@@ -269,6 +276,8 @@ extern void kl_bridge_drop_temp(KlBridge *b);
 /* in bridge_define.c */
 extern void kl_bridge_define(KlBridge *b);
 extern KlLayout *kl_layout_for(const KlSource *src, const KlContract *c);
+extern int	kl_layout_prop_field(const KlLayout *lay, int prop);
+extern char *kl_csv_header_of(char **names, int *lens, int n);
 extern void kl_silver_ensure(const KlSource *src, const KlContract *c);
 extern char *kl_silver_expected(const KlLayout *lay);
 extern void kl_bridge_drop_definitions(int32 source_id, const char *source);

@@ -122,12 +122,8 @@ kl_conserved(const KlMetric *m)
  *		a fraction of hashing a ROW() of them, which forms a record per row.
  */
 static char *
-kl_column_hash(const char *col, const char *sql_type, int seed)
+kl_column_hash(const char *col, Oid typid, int seed)
 {
-	Oid			typid;
-	int32		typmod;
-
-	parseTypeString(sql_type, &typid, &typmod, false);
 	switch (typid)
 	{
 		case TEXTOID:
@@ -198,17 +194,17 @@ kl_bridge_check(KlBridge *b)
 
 			if (mt->op == KL_METRIC_SUM)
 				appendStringInfo(&sql, ", coalesce(sum(%s), 0)::text",
-								 quote_identifier(lay->fields[mt->field].name));
+								 quote_identifier(lay->fields[mt->field].column));
 			else if (mt->op == KL_METRIC_COUNT)
 				appendStringInfo(&sql, ", count(%s)::text",
-								 mt->field >= 0 ? quote_identifier(lay->fields[mt->field].name) : "*");
+								 mt->field >= 0 ? quote_identifier(lay->fields[mt->field].column) : "*");
 		}
 	}
 
 	/* required columns */
 	for (int i = 0; i < lay->nfields; i++)
 		if (lay->fields[i].required)
-			appendStringInfo(&nn, "%s%s", nn.len ? ", " : "", quote_identifier(lay->fields[i].name));
+			appendStringInfo(&nn, "%s%s", nn.len ? ", " : "", quote_identifier(lay->fields[i].column));
 	if (lay->silver_date)
 		appendStringInfo(&nn, "%sbusiness_date", nn.len ? ", " : "");
 	appendStringInfo(&nn, "%skafka_topic, kafka_partition, kafka_offset, kafka_record_fingerprint",
@@ -240,8 +236,8 @@ kl_bridge_check(KlBridge *b)
 		if (vals.len == 0)
 			continue;
 		appendStringInfo(&sql, ", count(*) FILTER (WHERE %s%s NOT IN (%s))",
-						 f->required ? psprintf("%s IS NULL OR ", quote_identifier(f->name)) : "",
-						 quote_identifier(f->name), vals.data);
+						 f->required ? psprintf("%s IS NULL OR ", quote_identifier(f->column)) : "",
+						 quote_identifier(f->column), vals.data);
 		enums = lappend(enums, list_make2((void *) f->name, words.data));
 	}
 
@@ -250,7 +246,7 @@ kl_bridge_check(KlBridge *b)
 	{
 		const KlBridgeField *f = &lay->fields[i];
 		const KlSchema *sc = f->schema;
-		const char *q = quote_identifier(f->name);
+		const char *q = quote_identifier(f->column);
 		struct
 		{
 			bool		has;
@@ -300,10 +296,15 @@ kl_bridge_check(KlBridge *b)
 		const char *left = c->top.props[rule->left].name;
 		char	   *right = rule->right >= 0 ? (char *) c->top.props[rule->right].name :
 			pnstrdup(rule->right_num.text, rule->right_num.len);
+		int			lf = kl_layout_prop_field(lay, rule->left);
+		int			rf = rule->right >= 0 ? kl_layout_prop_field(lay, rule->right) : -1;
 
-		appendStringInfo(&ranges, "%s%s %s %s", ranges.len ? " AND " : "", quote_identifier(left),
-						 kl_rule_ops[rule->op],
-						 rule->right >= 0 ? quote_identifier(right) : right);
+		/* a rule names top-level fields, which are all columns */
+		if (lf < 0 || (rule->right >= 0 && rf < 0))
+			elog(ERROR, "rule of contract \"%s\" names a field that is no column", c->name);
+		appendStringInfo(&ranges, "%s%s %s %s", ranges.len ? " AND " : "",
+						 quote_identifier(lay->fields[lf].column), kl_rule_ops[rule->op],
+						 rule->right >= 0 ? quote_identifier(lay->fields[rf].column) : right);
 		appendStringInfo(&range_words, "%s%s %s %s", range_words.len ? ", " : "", left,
 						 kl_rule_ops[rule->op], right);
 	}
@@ -316,9 +317,9 @@ kl_bridge_check(KlBridge *b)
 		{
 			const KlBridgeField *f = &lay->fields[lay->nk[k]];
 
-			appendStringInfo(&nk, "%s%s", k ? ", " : "", quote_identifier(f->name));
+			appendStringInfo(&nk, "%s%s", k ? ", " : "", quote_identifier(f->column));
 			appendStringInfo(&nk_hash, "%s%s", k ? " # " : "",
-							 kl_column_hash(quote_identifier(f->name), f->sql_type, k));
+							 kl_column_hash(quote_identifier(f->column), f->sql_typid, k));
 		}
 	else
 	{

@@ -52,6 +52,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "parser/parse_type.h"
 #include "utils/acl.h"
@@ -67,15 +68,19 @@
 #include "catalog/pg_proc.h"
 
 #include "bridge.h"
+#include "builtin_types.h"
 #include "catalog.h"
 #include "contract.h"
 #include "contract_catalog.h"
+#include "contract_define.h"
+#include "csv.h"
 #include "json.h"
 #include "kafka_lake.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_define_gold);
 PG_FUNCTION_INFO_V1(kafka_lake_add_check);
 PG_FUNCTION_INFO_V1(kafka_lake_builtin_golds);
+PG_FUNCTION_INFO_V1(kafka_lake_replace_gold_functions);
 
 #define KL_BUILTIN_GOLD		"gold_daily_line_metrics"
 
@@ -193,9 +198,61 @@ kl_field_kind(int types)
 }
 
 /*
+ * kl_csv_header_of
+ *		The CSV header line of these column names: each quoted as the CSV
+ *		quotes a field (a name may hold a comma, a quote, a line feed), LF
+ *		at the end.
+ */
+char *
+kl_csv_header_of(char **names, int *lens, int n)
+{
+	StringInfoData h;
+
+	initStringInfo(&h);
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(&h, ',');
+		kl_csv_append_field(&h, names[i], lens ? lens[i] : strlen(names[i]));
+	}
+	appendStringInfoChar(&h, '\n');
+	return h.data;
+}
+
+/*
+ * kl_silver_column_name
+ *		The silver column of a field: its name, clipped to NAMEDATALEN - 1
+ *		bytes at a character boundary, and where that is a column silver
+ *		already has (run_id, business_date, the provenance, an earlier
+ *		field's), event_<name>, then event_<name>_2, ..., clipped the same
+ *		way: as kafka_lake.<source>_events names its columns.  So every
+ *		name a contract accepts is a column of its own, whatever its
+ *		length, case or characters (SQL quotes it everywhere).
+ */
+static const char *
+kl_silver_column_name(const char *field, const char **taken, int ntaken)
+{
+	char	   *name = pnstrdup(field, pg_mbcliplen(field, strlen(field), NAMEDATALEN - 1));
+
+	for (int n = 1;; n++)
+	{
+		bool		clash = false;
+
+		for (int i = 0; i < ntaken && !clash; i++)
+			clash = (strcmp(taken[i], name) == 0);
+		if (!clash)
+			return name;
+		name = (n == 1) ? psprintf("event_%s", field) : psprintf("event_%s_%d", field, n);
+		name = pnstrdup(name, pg_mbcliplen(name, strlen(name), NAMEDATALEN - 1));
+	}
+}
+
+/*
  * kl_layout_for
  *		The layout of the bridge of a source landed with contract c.  A
- *		contract without business date cannot be bridged (0A000).
+ *		contract without business date cannot be bridged (0A000), nor one
+ *		whose sql_type is not a built-in type (42P17,
+ *		kl_contract_check_sql_types).
  */
 KlLayout *
 kl_layout_for(const KlSource *src, const KlContract *c)
@@ -203,7 +260,9 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 	KlLayout   *lay = palloc0(sizeof(KlLayout));
 	int		   *order = palloc(sizeof(int) * Max(c->ncolumns, 1));
 	int			n = 0;
-	StringInfoData h;
+	const char **taken;
+	int			ntaken = 0;
+	char	  **header;
 
 	if (c->raw || c->bd_kind == KL_BD_NONE)
 		ereport(ERROR,
@@ -212,7 +271,8 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 						src->source, c->name),
 				 errdetail("bridge() bridges one business date at a time."),
 				 errhint("Create a contract with a \"business_date\" (a date field, a timestamp field in a time zone, or the Kafka timestamp) with create_contract(), then move the source to it with kafka_lake.alter_source('%s', <contract>).",
-						 src->source)));
+						src->source)));
+	kl_contract_check_sql_types(c);
 
 	lay->contract = c;
 	lay->machine = c->builtin && strcmp(c->name, KL_MACHINE_EVENT_V1) == 0;
@@ -245,8 +305,9 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 		f->required = required && (s->types & KL_TYPE_NULL) == 0;
 		f->date_time = (s->format == KL_FORMAT_DATE_TIME);
 		f->sql_type = s->sql_type;
+		f->sql_typid = s->sql_typid;
+		f->sql_typmod = s->sql_typmod;
 		f->schema = s;
-		lay->column_names[i] = s->name;
 		if (c->bd_kind == KL_BD_DATE_FIELD && order[i] == c->bd_prop)
 			lay->bd_field = i;
 		if (f->date_time && lay->fresh_field < 0)
@@ -255,6 +316,20 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 			lay->id_field = i;
 		if (strcmp(s->name, "business_date") == 0)
 			lay->silver_date = false;
+	}
+
+	/* silver's columns: its own first, then one per field */
+	taken = palloc(sizeof(char *) * (n + KL_NPROVENANCE + 2));
+	taken[ntaken++] = "run_id";
+	if (lay->silver_date)
+		taken[ntaken++] = "business_date";
+	for (int i = 0; i < KL_NPROVENANCE; i++)
+		taken[ntaken++] = kl_provenance[i][0];
+	for (int i = 0; i < n; i++)
+	{
+		lay->fields[i].column = kl_silver_column_name(lay->fields[i].name, taken, ntaken);
+		taken[ntaken++] = lay->fields[i].column;
+		lay->column_names[i] = lay->fields[i].column;
 	}
 	for (int i = 0; i < KL_NPROVENANCE; i++)
 		lay->column_names[n + i] = kl_provenance[i][0];
@@ -265,14 +340,29 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 			if (order[i] == c->natural_key[k])
 				lay->nk[k] = i;
 
-	initStringInfo(&h);
-	for (int i = 0; i < lay->ncolumns; i++)
-		appendStringInfo(&h, "%s%s", i ? "," : "", lay->column_names[i]);
-	appendStringInfoChar(&h, '\n');
-	lay->header = h.data;
+	/* the CSV's header: the fields' own names, then the provenance */
+	header = palloc(sizeof(char *) * lay->ncolumns);
+	for (int i = 0; i < n; i++)
+		header[i] = (char *) lay->fields[i].name;
+	for (int i = 0; i < KL_NPROVENANCE; i++)
+		header[n + i] = (char *) kl_provenance[i][0];
+	lay->header = kl_csv_header_of(header, NULL, lay->ncolumns);
 	lay->silver = lay->machine ? pstrdup("silver_machine_events") :
 		psprintf("%s_silver", src->source);
 	return lay;
+}
+
+/*
+ * kl_layout_prop_field
+ *		The layout field of top-level property prop of the contract, or -1.
+ */
+int
+kl_layout_prop_field(const KlLayout *lay, int prop)
+{
+	for (int i = 0; i < lay->nfields; i++)
+		if (lay->fields[i].schema == &lay->contract->top.props[prop])
+			return i;
+	return -1;
 }
 
 /*
@@ -837,11 +927,12 @@ kl_bridge_define(KlBridge *b)
 
 /*
  * kl_silver_columns_ddl
- *		The columns of a source's silver table, as CREATE TABLE lists them
- *		(one entry per column: "name type[ not null]").
+ *		The columns of a source's silver table, one entry per column, "name
+ *		type[ not null]": as CREATE TABLE lists them (quoted), or as
+ *		pg_attribute shows them (not).
  */
 static List *
-kl_silver_columns_ddl(const KlLayout *lay)
+kl_silver_columns_ddl(const KlLayout *lay, bool quoted)
 {
 	List	   *cols = NIL;
 
@@ -849,7 +940,9 @@ kl_silver_columns_ddl(const KlLayout *lay)
 	if (lay->silver_date)
 		cols = lappend(cols, "business_date date not null");
 	for (int i = 0; i < lay->nfields; i++)
-		cols = lappend(cols, psprintf("%s %s%s", quote_identifier(lay->fields[i].name),
+		cols = lappend(cols, psprintf("%s %s%s",
+									  quoted ? quote_identifier(lay->fields[i].column) :
+									  lay->fields[i].column,
 									  lay->fields[i].sql_type,
 									  lay->fields[i].required ? " not null" : ""));
 	for (int i = 0; i < KL_NPROVENANCE; i++)
@@ -866,7 +959,7 @@ char *
 kl_silver_expected(const KlLayout *lay)
 {
 	StringInfoData buf;
-	List	   *cols = kl_silver_columns_ddl(lay);
+	List	   *cols = kl_silver_columns_ddl(lay, false);
 	ListCell   *cell;
 
 	initStringInfo(&buf);
@@ -897,7 +990,7 @@ kl_silver_ensure(const KlSource *src, const KlContract *c)
 	if (OidIsValid(get_relname_relid(lay->silver, get_namespace_oid("kafka_lake", false))))
 		return;
 	rel = quote_identifier(lay->silver);
-	cols = kl_silver_columns_ddl(lay);
+	cols = kl_silver_columns_ddl(lay, true);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE kafka_lake.%s (", rel);
 	foreach(cell, cols)
@@ -921,15 +1014,21 @@ kl_silver_ensure(const KlSource *src, const KlContract *c)
 }
 
 /*
- * kl_caller_may_read_source
- *		May the calling role read the source's landed events?  ERROR 42501
- *		otherwise.
+ * kl_caller_may_define
+ *		May the calling role define a gold or a check of the source (what:
+ *		"gold \"x\""), which every later bridge() of it publishes or runs,
+ *		so that it can stop the source's publication for everyone?  It must
+ *		read the source (SELECT on kafka_lake.<source>_records) and be
+ *		allowed to gate it by the table's owner: TRIGGER on that table, the
+ *		privilege PostgreSQL asks of a role that adds code which runs on
+ *		every change of a table and can stop it.  ERROR 42501 otherwise.
  */
 static void
-kl_caller_may_read_source(const KlSource *src, const char *what)
+kl_caller_may_define(const KlSource *src, const char *what)
 {
-	Oid			records = get_relname_relid(psprintf("%s_records", src->source),
-											get_namespace_oid("kafka_lake", false));
+	char	   *relname = psprintf("%s_records", src->source);
+	Oid			records = get_relname_relid(relname, get_namespace_oid("kafka_lake", false));
+	char	   *role = GetUserNameFromId(GetUserId(), false);
 
 	if (superuser())
 		return;
@@ -938,9 +1037,17 @@ kl_caller_may_read_source(const KlSource *src, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("role \"%s\" may not read source \"%s\", so it may not define %s over it",
-						GetUserNameFromId(GetUserId(), false), src->source, what),
-				 errhint("The source's owner grants SELECT on kafka_lake.%s_records first.",
-						 src->source)));
+						role, src->source, what),
+				 errhint("The source's owner grants SELECT on kafka_lake.%s first.",
+						 quote_identifier(relname))));
+	if (pg_class_aclcheck(records, GetUserId(), ACL_TRIGGER) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" may not define %s of source \"%s\"", role, what, src->source),
+				 errdetail("A gold or a check of a source runs with every bridge() of it and can stop its publication for every reader: it needs TRIGGER on kafka_lake.%s, as a trigger on a table does, besides SELECT.",
+						   quote_identifier(relname)),
+				 errhint("The source's owner allows it: GRANT TRIGGER ON kafka_lake.%s TO %s;",
+						 quote_identifier(relname), quote_identifier(role))));
 }
 
 /*
@@ -1104,6 +1211,112 @@ kl_name_taken(const char *name)
 }
 
 /*
+ * kl_gold_as_of_sql
+ *		CREATE [OR REPLACE] FUNCTION kafka_lake.<gold>_as_of(snapshot_id):
+ *		the gold's rows under any retained snapshot of its source.  A
+ *		snapshot of another source is refused (22023) with the functions
+ *		that read that snapshot's golds, rather than answered with no rows;
+ *		the update to 1.2 replaces the functions of the golds defined before
+ *		(kafka_lake_replace_gold_functions).
+ */
+static char *
+kl_gold_as_of_sql(const char *gold, bool replace)
+{
+	const char *grel = quote_identifier(gold);
+
+	return psprintf("CREATE %sFUNCTION kafka_lake.%s(snapshot_id bigint)"
+					" RETURNS SETOF kafka_lake.%s"
+					" LANGUAGE plpgsql STABLE SECURITY DEFINER"
+					" SET search_path = pg_catalog, pg_temp AS $kl$"
+					" DECLARE"
+					"  snapshot_source integer;"
+					"  gold_source integer;"
+					" BEGIN"
+					"  IF $1 IS NULL THEN RAISE EXCEPTION 'snapshot_id must not be null'"
+					"   USING ERRCODE = 'null_value_not_allowed',"
+					"   HINT = 'kafka_lake.snapshots lists every snapshot; bridge() reports the one it publishes.';"
+					"  END IF;"
+					"  SELECT s.source_id INTO snapshot_source FROM kafka_lake.snapshots s WHERE s.snapshot_id = $1;"
+					"  IF NOT FOUND THEN"
+					"   RAISE EXCEPTION 'snapshot %% does not exist', $1 USING ERRCODE = 'no_data_found',"
+					"   HINT = 'kafka_lake.snapshots lists every snapshot; bridge() reports the one it publishes.';"
+					"  END IF;"
+					"  SELECT g.source_id INTO gold_source FROM kafka_lake.golds g WHERE g.gold = %s;"
+					"  IF gold_source IS DISTINCT FROM snapshot_source THEN"
+					"   RAISE EXCEPTION 'snapshot %% is of source \"%%\", and gold %s is not of that source',"
+					"    $1, (SELECT src.source FROM kafka_lake.sources src WHERE src.source_id = snapshot_source)"
+					"    USING ERRCODE = 'invalid_parameter_value',"
+					"    HINT = kafka_lake.snapshot_gold_functions($1);"
+					"  END IF;"
+					"  RETURN QUERY SELECT * FROM kafka_lake.%s g WHERE g.snapshot_id = $1;"
+					" END $kl$",
+					replace ? "OR REPLACE " : "", quote_identifier(psprintf("%s_as_of", gold)),
+					grel, quote_literal_cstr(gold), gold, grel);
+}
+
+/*
+ * kafka_lake_replace_gold_functions
+ *		The update script's helper: the <gold>_as_of function of every gold
+ *		defined before 1.2, replaced by today's.
+ */
+Datum
+kafka_lake_replace_gold_functions(PG_FUNCTION_ARGS)
+{
+	KlCatalogSave cs;
+	List	   *golds = NIL;
+	ListCell   *cell;
+	MemoryContext caller = CurrentMemoryContext;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute("SELECT gold FROM kafka_lake.golds WHERE NOT builtin ORDER BY gold",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.golds");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		golds = lappend(golds, MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[i],
+																		SPI_tuptable->tupdesc, 1)));
+	foreach(cell, golds)
+		if (SPI_execute(kl_gold_as_of_sql(lfirst(cell), true), false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not replace kafka_lake.%s_as_of", (char *) lfirst(cell));
+	kl_catalog_end(cs);
+	PG_RETURN_VOID();
+}
+
+/*
+ * kl_check_gold_name
+ *		A gold's name must leave every other object its name.  A source s
+ *		has kafka_lake.s_records, s_events and s_silver, a gold g has g,
+ *		g_current, g_as_of(bigint) and g_compute(text), a check c of source
+ *		s has s_check_c(text): so a gold may not end in one of those
+ *		suffixes, nor hold "_check" where a check's function could meet it
+ *		(g || '_' holding "_check_"), and a check's name may not hold
+ *		"check_" (kafka_lake_add_check).  Then no gold takes a name that a
+ *		source created later needs, and the objects of two golds, or of two
+ *		checks, never meet.  ERROR 42939 otherwise.
+ */
+static void
+kl_check_gold_name(const char *gold)
+{
+	static const char *const suffixes[] = {
+		"_records", "_events", "_silver", "_current", "_as_of", "_compute", "_check", NULL
+	};
+	int			len = strlen(gold);
+	bool		bad = strstr(gold, "_check_") != NULL;
+
+	for (int i = 0; !bad && suffixes[i]; i++)
+	{
+		int			n = strlen(suffixes[i]);
+
+		bad = len >= n && strcmp(gold + len - n, suffixes[i]) == 0;
+	}
+	if (bad)
+		ereport(ERROR,
+				(errcode(ERRCODE_RESERVED_NAME),
+				 errmsg("gold name \"%s\" is reserved", gold),
+				 errdetail("Names ending in _records, _events or _silver are a source's tables, _current, _as_of and _compute a gold's own objects, and names holding _check_ (or ending in _check) a check's functions."),
+				 errhint("Choose another name, for example daily_revenue.")));
+}
+
+/*
  * kafka_lake_define_gold
  *		define_gold(source, gold, grain, metrics, sql): a gold of the
  *		source, published by every bridge of it from now on.
@@ -1146,7 +1359,8 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 	kl_catalog_lock_source(src);
 	c = kl_source_contract(src);
 	lay = kl_layout_for(src, c);
-	kl_caller_may_read_source(src, psprintf("gold \"%s\"", gold));
+	kl_caller_may_define(src, psprintf("gold \"%s\"", gold));
+	kl_check_gold_name(gold);
 	if (strcmp(gold, KL_BUILTIN_GOLD) == 0 || kl_name_taken(gold) ||
 		kl_name_taken(psprintf("%s_current", gold)) || kl_name_taken(psprintf("%s_as_of", gold)) ||
 		kl_name_taken(psprintf("%s_compute", gold)))
@@ -1171,10 +1385,10 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 	{
 		const KlBridgeField *f = &lay->fields[g->grain_field[i]];
 
-		appendStringInfo(&cols, ", %s %s%s", quote_identifier(f->name), f->sql_type,
+		appendStringInfo(&cols, ", %s %s%s", quote_identifier(f->column), f->sql_type,
 						 f->required ? " NOT NULL" : "");
-		appendStringInfo(&returns, "%s%s %s", i ? ", " : "", quote_identifier(f->name), f->sql_type);
-		appendStringInfo(&pk, ", %s", quote_identifier(f->name));
+		appendStringInfo(&returns, "%s%s %s", i ? ", " : "", quote_identifier(f->column), f->sql_type);
+		appendStringInfo(&pk, ", %s", quote_identifier(f->column));
 	}
 
 	if (sql != NULL)
@@ -1198,23 +1412,22 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 		{
 			Form_pg_attribute a = TupleDescAttr(desc, i);
 			char	   *name = NameStr(a->attname);
-			char	   *type = format_type_with_typemod(a->atttypid, a->atttypmod);
+			char	   *type = kl_type_name(a->atttypid, a->atttypmod);
 
 			if (i < g->ngrain)
 			{
 				const KlBridgeField *f = &lay->fields[g->grain_field[i]];
-				Oid			want_type;
-				int32		want_typmod;
 
-				parseTypeString(f->sql_type, &want_type, &want_typmod, false);
-				if (strcmp(name, g->grain[i]) != 0)
+				if (strcmp(name, f->column) != 0)
 					ereport(ERROR,
 							(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 							 errmsg("the SQL of gold \"%s\" does not return its grain: column %d is \"%s\", not grain field \"%s\"",
 									gold, i + 1, name, g->grain[i]),
-							 errhint("Return the grain fields first, in grain order (%s), under their names, then the metrics.",
+							 strcmp(f->column, f->name) != 0 ?
+							 errdetail("Silver holds field \"%s\" in column \"%s\".", f->name, f->column) : 0,
+							 errhint("Return the grain fields first, in grain order (%s), under their silver column names, then the metrics.",
 									 kl_words((const char *const *) g->grain, g->ngrain))));
-				if (a->atttypid != want_type)
+				if (a->atttypid != f->sql_typid)
 					ereport(ERROR,
 							(errcode(ERRCODE_DATATYPE_MISMATCH),
 							 errmsg("the SQL of gold \"%s\" returns grain field \"%s\" as %s, and its silver column is %s",
@@ -1235,6 +1448,20 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 							(errcode(ERRCODE_DUPLICATE_COLUMN),
 							 errmsg("the SQL of gold \"%s\" returns two columns named \"%s\"", gold, name),
 							 errhint("Name each metric once.")));
+			if (!kl_type_is_builtin(a->atttypid))
+			{
+				const char *base = kl_builtin_base(a->atttypid);
+
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("the SQL of gold \"%s\" returns metric \"%s\" as %s, which is %s: a gold's columns are of PostgreSQL's built-in types only",
+								gold, name, type, kl_builtin_type_problem(a->atttypid)),
+						 errdetail("Another type's functions (a domain's CHECK, say) would run with the rights of whoever publishes or reads the gold."),
+						 base ?
+						 errhint("Return it as %s (for example ... ::%s AS %s), and cast to %s where you read the gold.",
+								 base, base, quote_identifier(name), type) :
+						 errhint("Return it as a built-in type, for example text, numeric or jsonb.")));
+			}
 			appendStringInfo(&cols, ", %s %s", quote_identifier(name), type);
 			appendStringInfo(&returns, "%s%s %s", returns.len ? ", " : "", quote_identifier(name), type);
 		}
@@ -1270,22 +1497,7 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 							 " JOIN kafka_lake.sources src ON src.source_id = s.source_id"
 							 " WHERE s.is_current",
 							 quote_identifier(psprintf("%s_current", gold)), grel), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("CREATE FUNCTION kafka_lake.%s(snapshot_id bigint)"
-							 " RETURNS SETOF kafka_lake.%s"
-							 " LANGUAGE plpgsql STABLE SECURITY DEFINER"
-							 " SET search_path = pg_catalog, pg_temp AS $kl$"
-							 " BEGIN"
-							 "  IF $1 IS NULL THEN RAISE EXCEPTION 'snapshot_id must not be null'"
-							 "   USING ERRCODE = 'null_value_not_allowed',"
-							 "   HINT = 'kafka_lake.snapshots lists every snapshot; bridge() reports the one it publishes.';"
-							 "  END IF;"
-							 "  IF NOT EXISTS (SELECT 1 FROM kafka_lake.snapshots s WHERE s.snapshot_id = $1) THEN"
-							 "   RAISE EXCEPTION 'snapshot %% does not exist', $1 USING ERRCODE = 'no_data_found',"
-							 "   HINT = 'kafka_lake.snapshots lists every snapshot; bridge() reports the one it publishes.';"
-							 "  END IF;"
-							 "  RETURN QUERY SELECT * FROM kafka_lake.%s g WHERE g.snapshot_id = $1;"
-							 " END $kl$",
-							 quote_identifier(psprintf("%s_as_of", gold)), grel, grel), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(kl_gold_as_of_sql(gold, false), false, 0) != SPI_OK_UTILITY ||
 		SPI_execute(psprintf("REVOKE ALL ON FUNCTION kafka_lake.%s(bigint) FROM PUBLIC",
 							 quote_identifier(psprintf("%s_as_of", gold))), false, 0) != SPI_OK_UTILITY ||
 		SPI_execute(psprintf("GRANT SELECT ON kafka_lake.%s, kafka_lake.%s TO %s", grel,
@@ -1348,13 +1560,19 @@ kafka_lake_add_check(PG_FUNCTION_ARGS)
 	kl_catalog_lock_source(src);
 	c = kl_source_contract(src);
 	lay = kl_layout_for(src, c);
-	kl_caller_may_read_source(src, psprintf("check \"%s\"", check));
+	kl_caller_may_define(src, psprintf("check \"%s\"", check));
 	for (int i = 0; kl_reserved_checks[i]; i++)
 		if (strcmp(kl_reserved_checks[i], check) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("check \"%s\" is one of the bridge's own checks", check),
 					 errhint("Choose another name.")));
+	if (strstr(check, "check_") != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_RESERVED_NAME),
+				 errmsg("check name \"%s\" is reserved", check),
+				 errdetail("A check's function is kafka_lake.<source>_check_<check>: a check name holding check_ could give two sources' checks one function."),
+				 errhint("Choose a name without check_, for example no_free_orders.")));
 	if (strncmp(check, "accepted_values_", 16) == 0 || strncmp(check, "conservation_", 13) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),

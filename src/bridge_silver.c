@@ -138,7 +138,6 @@ kl_bridge_check_silver_layout(Relation rel, const KlLayout *lay)
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		const char *name;
 		Oid			type;
-		int32		typmod;
 		int			pos = i;
 
 		if (pos == 0)
@@ -157,7 +156,7 @@ kl_bridge_check_silver_layout(Relation rel, const KlLayout *lay)
 
 			name = lay->column_names[c];
 			if (c < lay->nfields)
-				parseTypeString(lay->fields[c].sql_type, &type, &typmod, false);
+				type = lay->fields[c].sql_typid;
 			else
 				type = kl_silver_columns[14 + (c - lay->nfields)].type;
 		}
@@ -442,19 +441,7 @@ kl_bridge_load_silver_rows(KlBridge *b, KlCsvAhead *ahead)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("CSV file \"%s\" is empty", r.path)));
-	{
-		StringInfoData h;
-
-		initStringInfo(&h);
-		for (int i = 0; i < n; i++)
-		{
-			if (i > 0)
-				appendStringInfoChar(&h, ',');
-			appendBinaryStringInfo(&h, f[i], lens[i]);
-		}
-		appendStringInfoChar(&h, '\n');
-		b->header_seen = h.data;
-	}
+	b->header_seen = kl_csv_header_of(f, lens, n);
 
 	/* the records: the next block read and split on a thread meanwhile */
 	kl_csv_ahead_start(ahead, &r, ncol);

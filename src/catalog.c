@@ -398,6 +398,99 @@ kl_catalog_partition_changed(KlSource *src, int32 partition)
 }
 
 /*
+ * kl_catalog_source_name
+ *		The name of the source with that id, or NULL.
+ */
+char *
+kl_catalog_source_name(int32 source_id)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(source_id)};
+	char	   *name = NULL;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT source FROM kafka_lake.sources WHERE source_id = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		name = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 1));
+	kl_catalog_end(cs);
+	return name;
+}
+
+/*
+ * kl_catalog_batch_dirs
+ *		The directory of every batch (and readmit unit) the catalog lists of
+ *		a source, relative to the source's directory, in batch order.
+ */
+List *
+kl_catalog_batch_dirs(KlSource *src)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	KlCatalogSave cs;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(src->source_id)};
+	List	   *dirs = NIL;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec(kl_catalog_has_contracts() ?
+				"SELECT pg_catalog.format('topic=%s/partition=%s/%s=%s', topic, partition,"
+				" CASE kind WHEN 'readmit' THEN 'readmit' ELSE 'batch' END, batch_id)"
+				" FROM kafka_lake.batches WHERE source_id = $1 ORDER BY topic, partition, batch_id" :
+				"SELECT pg_catalog.format('topic=%s/partition=%s/batch=%s', topic, partition, batch_id)"
+				" FROM kafka_lake.batches WHERE source_id = $1 ORDER BY topic, partition, batch_id",
+				1, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		dirs = lappend(dirs, MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[i],
+																	  SPI_tuptable->tupdesc, 1)));
+	kl_catalog_end(cs);
+	return dirs;
+}
+
+/*
+ * kl_catalog_move_source
+ *		claim_landing(): the source's files are under root now, and (when
+ *		group_id is not NULL) its offsets go to that consumer group.  ERROR
+ *		(42710) when another source of the database uses the group (the
+ *		caller holds the group id's lock, locks.c).
+ */
+void
+kl_catalog_move_source(KlSource *src, const char *root, const char *group_id)
+{
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	char		nulls[3] = "   ";
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(root);
+	if (group_id)
+		values[2] = CStringGetTextDatum(group_id);
+	else
+		nulls[2] = 'n';
+	cs = kl_catalog_begin();
+	if (group_id)
+	{
+		kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $3"
+						   " AND source_id <> $1 ORDER BY source LIMIT 1",
+						   3, types, values, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("consumer group \"%s\" is already used by source \"%s\"",
+							group_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+					 errdetail("Sources that share a consumer group overwrite each other's committed offsets and skip records."),
+					 errhint("Give group_id another value.")));
+	}
+	kl_spi_exec("UPDATE kafka_lake.sources SET landing_dir = $2,"
+				" group_id = coalesce($3, group_id) WHERE source_id = $1",
+				3, types, values, nulls, SPI_OK_UPDATE);
+	kl_catalog_end(cs);
+}
+
+/*
  * kl_catalog_insert_source
  *		Record a new source; ERROR (42710) when the name is taken, or the
  *		consumer group is another source's (checked against what is

@@ -37,6 +37,7 @@
 #include "utils/rel.h"
 
 #include "bridge.h"
+#include "builtin_types.h"
 #include "catalog.h"
 #include "catalog_bridge.h"
 
@@ -572,8 +573,17 @@ kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id)
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute a = TupleDescAttr(desc, i);
-		char	   *type = format_type_with_typemod(a->atttypid, a->atttypmod);
+		char	   *type = kl_type_name(a->atttypid, a->atttypmod);
 
+		/* the cast below runs the type's input function as the owner */
+		if (!kl_type_is_builtin(a->atttypid))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("column \"%s\" of gold kafka_lake.%s is of type %s, which is %s: a gold's columns are of PostgreSQL's built-in types only",
+							NameStr(a->attname), g->gold, type, kl_builtin_type_problem(a->atttypid)),
+					 errdetail("Another type's functions would run with the extension owner's rights when the gold is published; nothing was published."),
+					 errhint("Drop the gold (its table, view kafka_lake.%s_current, functions kafka_lake.%s_as_of and kafka_lake.%s_compute, and its row of kafka_lake.golds) and define it again with built-in types.",
+							 g->gold, g->gold, g->gold)));
 		if (i == 0)
 			appendStringInfoString(&sel, "$1");
 		else if (i == 1)

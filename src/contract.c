@@ -148,6 +148,7 @@
 #include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "pgtime.h"
 #include "regex/regex.h"
 #include "utils/date.h"
@@ -1240,11 +1241,33 @@ kl_number_cmp(const char *a, size_t alen, const char *b, size_t blen)
  */
 
 /*
+ * kl_regex_failed
+ *		A regular expression call returned rc, neither a match nor none: a
+ *		cancel or timeout the engine noticed (REG_CANCEL) is the interrupt
+ *		it is (57014, or the session's end), never a bad pattern; anything
+ *		else is the engine's own message in *msg.
+ */
+static void
+kl_regex_failed(int rc, regex_t *re, char *msg, size_t msglen)
+{
+	if (rc == REG_CANCEL)
+		CHECK_FOR_INTERRUPTS();
+	pg_regerror(rc, re, msg, msglen);
+}
+
+/*
  * kl_pattern_compile
  *		Compile a "pattern" with PostgreSQL's regular expressions (advanced
  *		flavour, C collation: classes such as [[:alpha:]] are ASCII), into
  *		s->pattern.  false with *error set when it does not compile.
- *		Backend only.
+ *		s->pattern_unbounded is set for a pattern with back references or
+ *		lookahead/lookbehind constraints: the engine matches those by
+ *		backtracking or by rescanning the string at each position, in time
+ *		exponential or quadratic in the value's length (a 401-character value
+ *		against ^(.*)(.*)(.*)(.*)\1\2\3\4$ takes hours), while any other
+ *		pattern is matched by a DFA in time linear in it (about 16 ns a byte
+ *		here).  A definition may not have one (contract_define.c).  Backend
+ *		only.
  */
 bool
 kl_pattern_compile(KlSchema *s, const char *pattern, int len, char **error)
@@ -1259,11 +1282,12 @@ kl_pattern_compile(KlSchema *s, const char *pattern, int len, char **error)
 	{
 		char		msg[256];
 
-		pg_regerror(rc, re, msg, sizeof(msg));
+		kl_regex_failed(rc, re, msg, sizeof(msg));
 		*error = pstrdup(msg);
 		return false;
 	}
 	s->pattern = re;
+	s->pattern_unbounded = (re->re_info & (REG_UBACKREF | REG_ULOOKAROUND)) != 0;
 	return true;
 }
 
@@ -1273,7 +1297,8 @@ kl_pattern_compile(KlSchema *s, const char *pattern, int len, char **error)
  *		Schema's pattern and PostgreSQL's ~ do)?  This is the one check
  *		that calls PostgreSQL from a judgement (palloc for the wide
  *		characters, the regex engine's global collation state): a caller
- *		that judges off the backend's thread routes it there.
+ *		that judges off the backend's thread routes it there.  A cancel or
+ *		a timeout while the engine runs is raised as such.
  */
 static bool
 kl_pattern_match(const KlSchema *s, const char *str, int len)
@@ -1287,7 +1312,7 @@ kl_pattern_match(const KlSchema *s, const char *str, int len)
 	{
 		char		msg[256];
 
-		pg_regerror(rc, (regex_t *) s->pattern, msg, sizeof(msg));
+		kl_regex_failed(rc, (regex_t *) s->pattern, msg, sizeof(msg));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
 				 errmsg("pattern of field \"%s\" failed: %s", s->path, msg)));

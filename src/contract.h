@@ -88,6 +88,9 @@ typedef struct KlSchema
 	KlFormat	format;
 	void	   *pattern;		/* compiled regex (contract.c), or NULL */
 	const char *pattern_text;
+	bool		pattern_unbounded;	/* back references or lookaround: a
+									 * version stored before 1.2, never
+									 * judged with (kl_contract_judgeable) */
 	/* enum and const */
 	int			nenum;
 	KlEnumValue *enums;
@@ -107,7 +110,12 @@ typedef struct KlSchema
 	/* kafka_lake's own */
 	const char *header;			/* filled from this Kafka header when absent */
 	int			header_len;
-	const char *sql_type;		/* its column type in <source>_events */
+	const char *sql_type;		/* its column type in <source>_events and
+								 * silver, spelt canonically */
+	Oid			sql_typid;		/* ... resolved under pg_catalog, pg_temp */
+	int32		sql_typmod;
+	const char *sql_type_problem;	/* why that type may not be used (a
+									 * version stored before 1.2), or NULL */
 	int			first_rule;		/* rules whose left side it is */
 	int			nrules;
 } KlSchema;
@@ -180,6 +188,10 @@ typedef struct KlContract
 	int			nnatural_key;
 	int		   *natural_key;
 	const char *definition;		/* the definition's text, as stored */
+	const KlSchema *unbounded_pattern;	/* the first pattern whose matching
+										 * time has no bound, or NULL */
+	const KlSchema *bad_sql_type;	/* the first field whose sql_type may not
+									 * be used, or NULL */
 } KlContract;
 
 /*

@@ -275,7 +275,7 @@ kafka_lake_create_contract(PG_FUNCTION_ARGS)
 	/* check it (every error names the bad key), then forget the compiled form */
 	check_cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake contract check",
 									  ALLOCSET_DEFAULT_SIZES);
-	(void) kl_contract_compile(name, 1, definition, strlen(definition), false, check_cxt);
+	kl_contract_check(name, definition, check_cxt);
 	MemoryContextDelete(check_cxt);
 	normalized = kl_contract_normalize(definition, strlen(definition));
 
@@ -404,6 +404,7 @@ kl_events_columns(const KlContract *c)
 	List	   *cols = NIL;
 	ListCell   *cell;
 
+	kl_contract_check_sql_types(c);
 	for (int i = 0; i < (int) lengthof(coords); i++)
 	{
 		KlEventsColumn *col;

@@ -60,21 +60,33 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "parser/parse_type.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
+#include "builtin_types.h"
 #include "compat.h"
 #include "contract.h"
 #include "contract_define.h"
 #include "json.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_builtin_contracts);
+
+/*
+ * While create_contract() checks a new definition (kl_contract_check), what
+ * a version stored by an earlier release may still hold is refused: an
+ * sql_type that is not a built-in type, a pattern whose matching time has
+ * no bound.  A stored version is compiled as it is, and those of its parts
+ * are refused where they would be used (kl_contract_check_sql_types,
+ * kl_contract_judgeable).  kl_compiling is the contract being compiled.
+ */
+static bool kl_defining = false;
+static KlContract *kl_compiling = NULL;
 
 /* ----------------------------------------------------------------
  *		The built-in definitions
@@ -611,25 +623,92 @@ kl_type_words(int types)
  * kl_default_sql_type
  *		The column type of a field that sets no sql_type.
  */
-static const char *
-kl_default_sql_type(const KlSchema *s)
+static void
+kl_default_sql_type(KlSchema *s)
 {
 	int			types = s->types & ~KL_TYPE_NULL;
 
+	s->sql_typmod = -1;
 	switch (types)
 	{
 		case KL_TYPE_STRING:
-			return s->format == KL_FORMAT_DATE ? "date" :
-				s->format == KL_FORMAT_DATE_TIME ? "timestamp with time zone" : "text";
+			if (s->format == KL_FORMAT_DATE)
+			{
+				s->sql_type = "date";
+				s->sql_typid = DATEOID;
+			}
+			else if (s->format == KL_FORMAT_DATE_TIME)
+			{
+				s->sql_type = "timestamp with time zone";
+				s->sql_typid = TIMESTAMPTZOID;
+			}
+			else
+			{
+				s->sql_type = "text";
+				s->sql_typid = TEXTOID;
+			}
+			break;
 		case KL_TYPE_INTEGER:
-			return "bigint";
+			s->sql_type = "bigint";
+			s->sql_typid = INT8OID;
+			break;
 		case KL_TYPE_INTEGER | KL_TYPE_NUMBER:
-			return "numeric";
+			s->sql_type = "numeric";
+			s->sql_typid = NUMERICOID;
+			break;
 		case KL_TYPE_BOOLEAN:
-			return "boolean";
+			s->sql_type = "boolean";
+			s->sql_typid = BOOLOID;
+			break;
 		default:
-			return "jsonb";
+			s->sql_type = "jsonb";
+			s->sql_typid = JSONBOID;
+			break;
 	}
+}
+
+/*
+ * kl_compile_sql_type
+ *		A property's "sql_type": a built-in type of PostgreSQL, resolved in
+ *		pg_catalog (builtin_types.c says why).  create_contract() refuses
+ *		any other; a version stored before 1.2 may have one, which is kept
+ *		with its problem for the tables that would use it to refuse
+ *		(kl_contract_check_sql_types).
+ */
+static void
+kl_compile_sql_type(KlSchema *s, const KlDef *k)
+{
+	char	   *t = kl_def_string(k, "sql_type");
+	const char *problem;
+
+	kl_resolve_type(t, &s->sql_typid, &s->sql_typmod);
+	if (!OidIsValid(s->sql_typid))
+	{
+		if (kl_defining)
+			kl_def_fail(k, "Name a built-in type of PostgreSQL, for example numeric(12,2), varchar(40) or timestamptz. Types are looked up in pg_catalog only, whatever the search_path.",
+						"type \"%s\" does not exist", t);
+		s->sql_type = pstrdup(t);
+		s->sql_type_problem = "a type that pg_catalog does not have";
+	}
+	else if ((problem = kl_builtin_type_problem(s->sql_typid)) != NULL)
+	{
+		const char *name = kl_type_name(s->sql_typid, s->sql_typmod);
+		const char *base = kl_builtin_base(s->sql_typid);
+
+		if (kl_defining)
+			kl_def_fail(k, base ?
+						psprintf("Use the built-in type it stands on, \"sql_type\": \"%s\", and cast to %s in the queries that need it: they run with their own role's rights.",
+								 base, name) :
+						"Use a built-in type of PostgreSQL, for example text, numeric or jsonb.",
+						"type \"%s\" is %s: kafka_lake builds columns of PostgreSQL's built-in types only, since another type's functions would run with the rights of whoever reads or bridges the source",
+						name, problem);
+		s->sql_type = name;
+		s->sql_type_problem = problem;
+	}
+	else
+		s->sql_type = kl_type_name(s->sql_typid, s->sql_typmod);
+	if (s->sql_type_problem && kl_compiling->bad_sql_type == NULL)
+		kl_compiling->bad_sql_type = s;
 }
 
 static KlObjectSchema *kl_compile_object(const KlDef *d, const KlDef *props, const char *path,
@@ -818,6 +897,15 @@ kl_compile_property(KlSchema *s, const KlDef *d, const char *name, const char *p
 		if (!kl_pattern_compile(s, s->pattern_text, strlen(s->pattern_text), &error))
 			kl_def_fail(k, "A pattern is a PostgreSQL regular expression (advanced flavour, as for ~), which is not ECMA-262: write [0-9] rather than \\d inside brackets, and no lookbehind.",
 						"pattern \"%s\" does not compile: %s", s->pattern_text, error);
+		if (s->pattern_unbounded)
+		{
+			if (kl_defining)
+				kl_def_fail(k, "Write the pattern without back references (\\1 ... \\9) and without lookahead or lookbehind constraints ((?=...), (?!...), (?<=...), (?<!...)). Every value of every record is matched, and only such a pattern is matched in time that grows linearly with the value.",
+							"pattern \"%s\" uses a back reference or a lookahead or lookbehind constraint, whose matching time cannot be bounded",
+							s->pattern_text);
+			if (kl_compiling->unbounded_pattern == NULL)
+				kl_compiling->unbounded_pattern = s;
+		}
 	}
 	if ((k = kl_def_get(d, "format")) != NULL)
 	{
@@ -948,21 +1036,13 @@ kl_compile_property(KlSchema *s, const KlDef *d, const char *name, const char *p
 	}
 	if ((k = kl_def_get(d, "sql_type")) != NULL)
 	{
-		char	   *t = kl_def_string(k, "sql_type");
-		Oid			typid;
-		int32		typmod;
-
 		if (!top)
 			kl_def_fail(k, "Only a top-level field is a column of kafka_lake.<source>_events.",
 						"\"sql_type\" is not allowed here");
-		parseTypeString(t, &typid, &typmod, true);
-		if (!OidIsValid(typid))
-			kl_def_fail(k, "Name a type PostgreSQL knows, for example numeric(12,2) or varchar(40).",
-						"type \"%s\" does not exist", t);
-		s->sql_type = format_type_with_typemod(typid, typmod);
+		kl_compile_sql_type(s, k);
 	}
 	else
-		s->sql_type = kl_default_sql_type(s);
+		kl_default_sql_type(s);
 #undef ONLY_FOR
 }
 
@@ -1339,6 +1419,7 @@ kl_contract_compile(const char *name, int32 version, const char *definition, siz
 	KlDef	   *k;
 
 	kl_contract_prepare();
+	kl_compiling = c;
 	c->name = pstrdup(name);
 	c->version = version;
 	c->builtin = builtin;
@@ -1434,6 +1515,71 @@ kl_contract_compile(const char *name, int32 version, const char *definition, siz
 					  strcmp(c->top.props[c->bd_prop].name, "business_date") == 0);
 	MemoryContextSwitchTo(old);
 	return c;
+}
+
+/*
+ * kl_contract_check
+ *		create_contract()'s check of a new definition: compiled as any
+ *		definition is, and refused (42P17) for what only a stored version
+ *		may still have.  The compiled form is thrown away with cxt.
+ */
+void
+kl_contract_check(const char *name, const char *definition, MemoryContext cxt)
+{
+	kl_defining = true;
+	PG_TRY();
+	{
+		(void) kl_contract_compile(name, 1, definition, strlen(definition), false, cxt);
+	}
+	PG_FINALLY();
+	{
+		kl_defining = false;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * kl_contract_check_sql_types
+ *		Before a table is made or read with columns of c's types (a
+ *		source's typed table, its silver, the bridge): ERROR 42P17 when a
+ *		field's sql_type is not a built-in type (a version stored before
+ *		1.2), so that no other type's code runs on anyone's behalf.
+ */
+void
+kl_contract_check_sql_types(const KlContract *c)
+{
+	const KlSchema *s = c->bad_sql_type;
+
+	if (s == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("contract \"%s\" version %d gives field \"%s\" the sql_type \"%s\", which is %s",
+					c->name, c->version, s->name, s->sql_type, s->sql_type_problem),
+			 errdetail("kafka_lake builds and reads columns of PostgreSQL's built-in types only: another type's functions (a domain's CHECK, say) would run with the rights of whoever reads or bridges the source."),
+			 errhint("Create a version of the contract whose \"sql_type\" is a built-in type (create_contract), and move the source to it (alter_source).")));
+}
+
+/*
+ * kl_contract_judgeable
+ *		Before records are judged by c: ERROR 42P17 when one of its patterns
+ *		has no bound on its matching time (a version stored before 1.2),
+ *		which one record could keep busy for hours and so block its
+ *		partition.  Nothing is polled before this is known.
+ */
+void
+kl_contract_judgeable(const KlContract *c)
+{
+	const KlSchema *s = c->unbounded_pattern;
+
+	if (s == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("contract \"%s\" version %d matches field \"%s\" against pattern \"%s\", whose matching time cannot be bounded",
+					c->name, c->version, s->path, s->pattern_text),
+			 errdetail("The pattern uses a back reference or a lookahead or lookbehind constraint: one record could keep the match running for hours, and every later call would stop at it again."),
+			 errhint("Create a version of the contract without back references and lookaround (create_contract), and move the source to it (alter_source); nothing landed is lost.")));
 }
 
 /* ----------------------------------------------------------------

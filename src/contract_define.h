@@ -19,6 +19,9 @@
 
 extern KlContract *kl_contract_compile(const char *name, int32 version, const char *definition,
 									   size_t len, bool builtin, MemoryContext cxt);
+extern void kl_contract_check(const char *name, const char *definition, MemoryContext cxt);
+extern void kl_contract_check_sql_types(const KlContract *c);
+extern void kl_contract_judgeable(const KlContract *c);
 extern char *kl_contract_normalize(const char *definition, size_t len);
 extern const char *kl_builtin_definition(const char *name);
 extern void kl_check_contract_name(const char *name);

@@ -127,6 +127,7 @@
 
 #include "batch_format.h"
 #include "batch_read.h"
+#include "builtin_types.h"
 #include "catalog.h"
 #include "compat.h"
 #include "contract.h"
@@ -1376,6 +1377,34 @@ kl_scan_error_callback(void *arg)
 }
 
 /*
+ * kl_scan_check_type
+ *		A column is read into its type by the type's input function, as
+ *		whoever reads the table: so only a built-in type is read
+ *		(builtin_types.c says why).  ERROR 0A000 for any other, with the
+ *		type to declare instead.
+ */
+static void
+kl_scan_check_type(Relation rel, Form_pg_attribute att)
+{
+	const char *problem = kl_builtin_type_problem(att->atttypid);
+	const char *base;
+
+	if (problem == NULL)
+		return;
+	base = kl_builtin_base(att->atttypid);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("column \"%s\" of foreign table \"%s\" is of type %s, which is %s: kafka_lake reads values into built-in types only",
+					NameStr(att->attname), RelationGetRelationName(rel),
+					kl_type_name(att->atttypid, att->atttypmod), problem),
+			 errdetail("Another type's input function (a domain's CHECK, say) would run with the rights of whoever reads the table."),
+			 base ?
+			 errhint("Declare the column as %s and cast it to %s in the query or view that needs it.",
+					 base, kl_type_name(att->atttypid, att->atttypmod)) :
+			 errhint("Declare the column with a built-in type, for example text or jsonb, and cast it in the query or view that needs it.")));
+}
+
+/*
  * kl_scan_setup_attrs
  *		Decide how to produce each needed attribute (all of them when all).
  */
@@ -1406,6 +1435,7 @@ kl_scan_setup_attrs(KlScanState *st, Relation rel, List *needed, bool all)
 		a->kind = kl_column_kind(relid, att->attnum, a->name, &a->field_name);
 		a->typid = att->atttypid;
 		a->typmod = att->atttypmod;
+		kl_scan_check_type(rel, att);
 		getTypeInputInfo(att->atttypid, &infunc, &a->typioparam);
 		fmgr_info(infunc, &a->infunc);
 

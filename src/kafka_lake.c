@@ -336,6 +336,23 @@ kl_check_landing_dir(char **newval, void **extra, GucSource source)
 }
 
 /*
+ * kl_landing_dir_refusal
+ *		The landing directory path would be (resolved into resolved, of
+ *		MAXPGPATH bytes), and why it may not be one (the rule of the
+ *		setting, kl_check_landing_dir), or NULL.  claim_landing() checks a
+ *		directory it is given with it.
+ */
+char *
+kl_landing_dir_refusal(const char *path, char *resolved)
+{
+	char		data[MAXPGPATH];
+
+	kl_resolve_path(path, resolved);
+	kl_resolve_path(DataDir, data);
+	return kl_landing_dir_problem(resolved, data);
+}
+
+/*
  * kl_scrub_field
  *		Scrub one text field of a log line in place: secret-named options,
  *		then the values found in the statement (those of four bytes or more:

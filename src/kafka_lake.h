@@ -23,6 +23,7 @@ extern void kl_fault_point(const char *point);
 extern bool kl_fault_take(const char *point);
 extern bool kl_fault_pausing(const char *point);
 extern void kl_fault_pause(const char *point);
+extern char *kl_landing_dir_refusal(const char *path, char *resolved);
 extern void kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname,
 							  const char *hint);
 

@@ -1092,6 +1092,7 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 										sizeof(KlRecord) * kl_batch_max_records);
 	call->committed = -1;
 	call->contract = kl_source_contract(call->src);
+	kl_contract_judgeable(call->contract);
 	call->events = kl_pool_create(CurrentMemoryContext, 4 * 1024 * 1024);
 	call->scratch = kl_pool_create(CurrentMemoryContext, 256 * 1024);
 	call->w_events = kl_pool_create(CurrentMemoryContext, 4 * 1024 * 1024);

@@ -72,6 +72,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "commands/dbcommands.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -288,6 +289,127 @@ kl_claim_source_dir(const char *dir, const char *source)
 		CloseTransientFile(fd);
 		fsync_fname(dir, true);
 	}
+}
+
+/*
+ * kl_read_source_marker
+ *		What the marker of a source directory says (without its line feed),
+ *		or NULL when it has none.  *state: KL_MARKER_NO_DIR (no directory),
+ *		KL_MARKER_ABSENT, KL_MARKER_NOT_REGULAR, KL_MARKER_OURS (this
+ *		database's marker of the source the directory is named after) or
+ *		KL_MARKER_OTHER; *dbid is the database the marker names, when it
+ *		is of the form "database <oid> source <name>".
+ */
+char *
+kl_read_source_marker(const char *dir, const char *source, KlMarkerState *state, Oid *dbid)
+{
+	char	   *marker = psprintf("%s/" KL_SOURCE_MARKER, dir);
+	char	   *expected = kl_source_marker_line(source);
+	const char *not_regular;
+	struct stat st;
+	size_t		len;
+	char	   *found;
+	unsigned int oid;
+	char		name[NAMEDATALEN + 1];
+
+	*dbid = InvalidOid;
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+	{
+		*state = KL_MARKER_NO_DIR;
+		return NULL;
+	}
+	found = kl_read_whole_file(marker, &len, &not_regular);
+	if (found == NULL)
+	{
+		*state = not_regular ? KL_MARKER_NOT_REGULAR : KL_MARKER_ABSENT;
+		return NULL;
+	}
+	*state = strcmp(found, expected) == 0 ? KL_MARKER_OURS : KL_MARKER_OTHER;
+	if (sscanf(found, "database %u source %" CppAsString2(NAMEDATALEN) "s", &oid, name) == 2)
+		*dbid = (Oid) oid;
+	return pnstrdup(found, strcspn(found, "\n"));
+}
+
+/*
+ * kl_write_source_marker
+ *		Mark a source directory as this database's source: the marker is
+ *		written to a new file, fsynced, and renamed over the old one, so a
+ *		crash leaves the old marker or the new one.
+ */
+void
+kl_write_source_marker(const char *dir, const char *source)
+{
+	char	   *marker = psprintf("%s/" KL_SOURCE_MARKER, dir);
+	char	   *tmp = psprintf("%s.tmp", marker);
+	char	   *line = kl_source_marker_line(source);
+	int			fd;
+
+	(void) unlink(tmp);
+	fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t) strlen(line) || pg_fsync(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write \"%s\": %m", tmp)));
+	CloseTransientFile(fd);
+	(void) durable_rename(tmp, marker, ERROR);
+}
+
+/*
+ * kl_check_landing_owned
+ *		Every call that writes or removes a source's files checks first that
+ *		the source's directory is this database's (kl_source_lock): a
+ *		database restored from a dump next to the original, or restored and
+ *		renamed into its place, has the catalog rows of the original's
+ *		sources, which point at the original's directories; landing,
+ *		compacting or recovering there would mix two databases' batches and
+ *		delete one's files for the other's leftovers.  ERROR 55000 then, with
+ *		what to do.  A directory with no marker that holds topics (a landing
+ *		made before markers existed) is marked now; one that does not exist,
+ *		or holds nothing of a landing (a file system not mounted), is left
+ *		to the caller, as before.
+ */
+void
+kl_check_landing_owned(KlSource *src)
+{
+	KlMarkerState state;
+	Oid			dbid;
+	char	   *found = kl_read_source_marker(src->dir, src->source, &state, &dbid);
+	char	   *root = pstrdup(src->dir);
+	char	   *other;
+
+	switch (state)
+	{
+		case KL_MARKER_OURS:
+		case KL_MARKER_NO_DIR:
+			return;
+		case KL_MARKER_ABSENT:
+			/* a landing of 1.0, which wrote no marker; nothing else is taken */
+			if (kl_list_dir(src->dir, "topic=") != NIL)
+				kl_write_source_marker(src->dir, src->source);
+			return;
+		case KL_MARKER_NOT_REGULAR:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("source marker \"%s/%s\" is not a regular file", src->dir, KL_SOURCE_MARKER),
+					 errhint("Remove it; the next call writes it again.")));
+		case KL_MARKER_OTHER:
+			break;
+	}
+	get_parent_directory(root);
+	other = OidIsValid(dbid) ? get_database_name(dbid) : NULL;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the landing directory of source \"%s\" is not this database's", src->source),
+			 errdetail("\"%s\" carries the marker \"%s\"%s; this database is %u.",
+					   src->dir, found,
+					   !OidIsValid(dbid) ? "" :
+					   other ? psprintf(" (database \"%s\", which still uses it)", other) :
+					   " (a database that no longer exists)", MyDatabaseId),
+			 OidIsValid(dbid) && other == NULL ?
+			 errhint("If this database was restored from that database's dump and took its place, claim the landing: SELECT * FROM kafka_lake.claim_landing('%s');",
+					 src->source) :
+			 errhint("If this database was restored from a dump of another one, give it a landing of its own: copy \"%s\" to a directory of this database's, say /srv/copy/%s, and run SELECT * FROM kafka_lake.claim_landing('%s', landing_dir => '/srv/copy', group_id => '<a consumer group of its own>'); nothing was written.",
+					 src->dir, src->source, src->source)));
 }
 
 /*

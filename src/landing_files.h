@@ -21,6 +21,16 @@
 #define KL_SOURCE_MARKER		".kafka_lake_source"	/* in a source's directory */
 #define KL_EXPIRED_MARKER		"EXPIRED"	/* in an expired batch's directory */
 
+/* What the marker of a source directory says (kl_read_source_marker) */
+typedef enum KlMarkerState
+{
+	KL_MARKER_NO_DIR,			/* no directory */
+	KL_MARKER_ABSENT,			/* a directory without a marker */
+	KL_MARKER_NOT_REGULAR,		/* the marker is not a regular file */
+	KL_MARKER_OURS,				/* this database's marker of the source */
+	KL_MARKER_OTHER				/* another database's, or another source's */
+} KlMarkerState;
+
 /* A batch written from lines already made (compaction) */
 typedef struct KlBatchWriter KlBatchWriter;
 
@@ -29,6 +39,10 @@ extern char *kl_partition_dir(KlSource *src, int32 partition);
 extern void kl_make_dirs(const char *path);
 extern bool kl_source_dir_is_ours(const char *dir);
 extern void kl_claim_source_dir(const char *dir, const char *source);
+extern char *kl_read_source_marker(const char *dir, const char *source, KlMarkerState *state,
+								   Oid *dbid);
+extern void kl_write_source_marker(const char *dir, const char *source);
+extern void kl_check_landing_owned(KlSource *src);
 extern bool kl_landing_present(KlSource *src);
 extern void kl_remove_tree(const char *path);
 extern const char *kl_file_kind(mode_t mode);

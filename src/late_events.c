@@ -14,8 +14,9 @@
  * mark of 0: all its events of the date are late.  Coordinates that
  * recover() demoted are not accepted and are not listed.
  *
- * The business date of an event is in the landed line only, so this reads
- * lines: for each certificate, the accepted.jsonl of the batches whose date
+ * The business date of an event is in the landed line only (the line's own
+ * business_date member, or for machine_event_v1 the event's field), so this
+ * reads lines: for each certificate, the accepted.jsonl of the batches whose date
  * range holds the date and whose offsets reach past the partition's mark
  * (the catalog prunes the rest without opening them), each file checked
  * against the catalog's copy of its manifest before use (batch_read.c, as
@@ -26,7 +27,8 @@
  * holds, and stays readable once dates expired).
  *
  * The function is executable by everyone and answers only a role that may
- * read the view (source_status.c explains why).
+ * read the view (source_status.c explains why), with the late events of the
+ * sources that role may read (SELECT on kafka_lake.<source>_records).
  *
  * IDENTIFICATION
  *	  src/late_events.c
@@ -47,6 +49,7 @@
 #include "catalog_close.h"
 #include "compat.h"
 #include "json.h"
+#include "options.h"
 #include "source_status.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_late_event_list);
@@ -130,17 +133,18 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 
 			if ((reader.lineno & 1023) == 0)
 				CHECK_FOR_INTERRUPTS();
-			kl_line_parse(line, text, len, KL_WANT_KAFKA);
+			kl_line_parse(line, text, len, KL_WANT_KAFKA | KL_WANT_IDS);
 			if (line->offset < through)
 				continue;
-			date = kl_late_string(&line->fields[0]);
+			/* the line's own ids, or (machine_event_v1) the event's */
+			date = kl_late_string(line->has_ids ? &line->business_date : &line->fields[0]);
 			if (date == NULL || strcmp(date, date_text) != 0)
 				continue;
 			idx = kl_batch_coordinate_index(batch, line->offset);
 			if (idx >= 0 && batch->demoted_statuses &&
 				batch->demoted_statuses[idx] == KL_STATUS_DEMOTED)
 				continue;
-			event_id = kl_late_string(&line->fields[1]);
+			event_id = kl_late_string(line->has_ids ? &line->event_id : &line->fields[1]);
 
 			values[0] = CStringGetTextDatum(c->source);
 			values[1] = DateADTGetDatum(c->business_date);
@@ -196,7 +200,13 @@ kafka_lake_late_event_list(PG_FUNCTION_ARGS)
 	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake late events batch",
 									  ALLOCSET_DEFAULT_SIZES);
 	foreach(cell, closings)
-		kl_late_events_of(rsinfo, lfirst(cell), &line, batch_cxt);
+	{
+		const KlClosing *c = lfirst(cell);
+
+		/* event_ids and coordinates are the source's data: its readers only */
+		if (kl_role_may_read_source(c->source, GetUserId()))
+			kl_late_events_of(rsinfo, c, &line, batch_cxt);
+	}
 	MemoryContextDelete(batch_cxt);
 	return (Datum) 0;
 }

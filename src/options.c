@@ -780,6 +780,27 @@ kl_check_server_usage(ForeignServer *server)
 }
 
 /*
+ * kl_role_may_read_source
+ *		May userid read source, that is, SELECT its own table
+ *		kafka_lake.<source>_records (the whole table, or every column)?  What
+ *		kafka_lake shows of a source beyond its counts (its last error in
+ *		source_status, its late events) is shown to such roles only.
+ */
+bool
+kl_role_may_read_source(const char *source, Oid userid)
+{
+	Oid			nsp = get_namespace_oid("kafka_lake", true);
+	Oid			relid = OidIsValid(nsp) ?
+		get_relname_relid(psprintf("%s_records", source), nsp) : InvalidOid;
+
+	if (superuser_arg(userid))
+		return true;
+	return OidIsValid(relid) &&
+		(pg_class_aclcheck(relid, userid, ACL_SELECT) == ACLCHECK_OK ||
+		 pg_attribute_aclcheck_all(relid, userid, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK);
+}
+
+/*
  * kl_check_source_read
  *		May userid read source through the foreign table relid (InvalidOid:
  *		one being declared)?  Through the source's own table, PostgreSQL's

@@ -25,6 +25,7 @@ extern char *kl_scrub_sql_secrets(const char *text, bool statement, List **value
 extern void kl_foreign_table_options(Oid relid, char **source, char **status);
 extern ForeignServer *kl_get_server(const char *name);
 extern void kl_check_server_usage(ForeignServer *server);
+extern bool kl_role_may_read_source(const char *source, Oid userid);
 extern void kl_check_source_read(const char *source, Oid relid, Oid userid);
 
 #endif							/* KAFKA_LAKE_OPTIONS_H */

@@ -466,6 +466,7 @@ kafka_lake_readmit(PG_FUNCTION_ARGS)
 
 	kl_source_lock(rc.src);
 	rc.contract = kl_source_contract(rc.src);
+	kl_contract_judgeable(rc.contract);
 	rc.events = kl_pool_create(CurrentMemoryContext, 1024 * 1024);
 	rc.scratch = kl_pool_create(CurrentMemoryContext, 256 * 1024);
 	kl_init_materialized_srf(fcinfo);

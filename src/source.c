@@ -34,9 +34,11 @@
 
 #include <sys/stat.h>
 
+#include "catalog/namespace.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "bridge.h"
 #include "catalog.h"
@@ -59,6 +61,10 @@ PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
  *		function that writes a source's files (land, replay, recover, the
  *		bridge) calls it before it touches them.
  *
+ *		Then the directory must be this database's (kl_check_landing_owned:
+ *		a database restored next to the original must not write in the
+ *		original's landing).
+ *
  *		The lock is FOR KEY SHARE on the source's row, the lock the foreign
  *		keys of batches take anyway (kl_catalog_lock_source); drop_source
  *		takes FOR UPDATE first and so waits for every such transaction, and
@@ -73,6 +79,35 @@ kl_source_lock(KlSource *src)
 	kl_catalog_lock_source(src);
 	get_parent_directory(root);
 	kl_settle_displaced(root, src->source);
+	kl_check_landing_owned(src);
+}
+
+/*
+ * kl_check_source_names_free
+ *		A source's tables are kafka_lake.<source>_records, _events and
+ *		_silver: refuse (42P07) a source whose tables would meet an object
+ *		of kafka_lake already there (a catalog view such as late_events, a
+ *		gold defined under that name by an earlier release), before
+ *		anything is made.
+ */
+static void
+kl_check_source_names_free(const char *source)
+{
+	static const char *const suffixes[] = {"_records", "_events", "_silver"};
+	Oid			nsp = get_namespace_oid("kafka_lake", false);
+
+	for (int i = 0; i < lengthof(suffixes); i++)
+	{
+		char	   *name = psprintf("%s%s", source, suffixes[i]);
+
+		if (OidIsValid(get_relname_relid(name, nsp)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_TABLE),
+					 errmsg("source \"%s\" cannot be created: kafka_lake.%s exists", source,
+							quote_identifier(name)),
+					 errdetail("kafka_lake.<source>_records, <source>_events and <source>_silver are a source's own tables."),
+					 errhint("Choose another source name.")));
+	}
 }
 
 /*
@@ -112,6 +147,7 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
 
 	kl_check_topic_name(topic);
+	kl_check_source_names_free(source);
 	fs = kl_get_server(server);
 	kl_check_server_usage(fs);
 	if (group_id[0] == '\0')

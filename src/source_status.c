@@ -29,8 +29,11 @@
  * exists only when kafka_lake is in shared_preload_libraries (its size is
  * fixed at server start) and is empty after a restart; without it the view
  * shows no errors.  Errors never carry secrets (kafka.c scrubs librdkafka's
- * text before it reaches one), so the messages need no more care than the
- * server log gives them.
+ * text before it reaches one), but they do name brokers, topics and groups:
+ * the text of a source's error is shown only to a role that may read the
+ * source (SELECT on kafka_lake.<source>_records, kl_role_may_read_source);
+ * every reader of the view sees that a call failed, when, and its SQLSTATE,
+ * which is what an alert needs.
  *
  * PRIVILEGES OF THE FUNCTIONS BEHIND THE VIEWS
  *
@@ -61,7 +64,9 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "catalog.h"
 #include "compat.h"
+#include "options.h"
 #include "source_status.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_source_errors);
@@ -237,12 +242,19 @@ kafka_lake_source_errors(PG_FUNCTION_ARGS)
 	{
 		Datum		values[5];
 		bool		nulls[5] = {0};
+		char	   *source = kl_catalog_source_name(copy[i].source_id);
 
+		if (source == NULL)
+			continue;
 		values[0] = Int32GetDatum(copy[i].source_id);
 		values[1] = Int32GetDatum(copy[i].partition);
 		nulls[1] = (copy[i].partition < 0);
 		values[2] = CStringGetTextDatum(unpack_sql_state(copy[i].sqlerrcode));
-		values[3] = CStringGetTextDatum(copy[i].message);
+		/* the text may name the broker, the topic, the group: readers only */
+		if (kl_role_may_read_source(source, GetUserId()))
+			values[3] = CStringGetTextDatum(copy[i].message);
+		else
+			nulls[3] = true;
 		values[4] = TimestampTzGetDatum(copy[i].failed_at);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -1,5 +1,6 @@
 # test/lib/tap.sh -- a minimal TAP producer for the shell tests in test/t/.
-# plan N; ok "command" "name"; is "got" "expected" "name"; diag "text"
+# plan N; ok "command" "name"; is "got" "expected" "name"; like "got" "fixed text" "name";
+# diag "text"
 _tap_n=0
 _tap_failed=0
 plan() { echo "1..$1"; }
@@ -11,6 +12,12 @@ _tap_result() {
 ok() { if eval "$1"; then _tap_result 0 "$2"; else _tap_result 1 "$2"; fi; }
 is() {
 	if [ "$1" = "$2" ]; then _tap_result 0 "$3"; else _tap_result 1 "$3"; diag "got: '$1'" "expected: '$2'"; fi
+}
+like() {
+	case "$1" in
+	*"$2"*) _tap_result 0 "$3" ;;
+	*) _tap_result 1 "$3"; diag "got: '$1'" "expected to contain: '$2'" ;;
+	esac
 }
 trap 'exit $(( _tap_failed > 0 ))' EXIT
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }

@@ -34,7 +34,8 @@ CREATE ROLE t76_analyst;
 GRANT USAGE ON SCHEMA kafka_lake TO t76_analyst;
 GRANT EXECUTE ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text),
                           kafka_lake.add_check(text, text, text) TO t76_analyst;
-GRANT SELECT ON kafka_lake.definer76_records TO t76_analyst;
+-- reading the source, and gating it (TRIGGER: a gold or a check can stop its publication)
+GRANT SELECT, TRIGGER ON kafka_lake.definer76_records TO t76_analyst;
 CREATE SCHEMA t76 AUTHORIZATION t76_analyst;
 
 -- the analyst's helper tries what only a superuser may do, as whoever runs it

@@ -66,7 +66,7 @@ SELECT results_eq($$SELECT machine_id, orders, snapshot_id FROM kafka_lake.mg78_
 CREATE ROLE t78_plain;
 GRANT USAGE ON SCHEMA kafka_lake TO t78_plain;
 GRANT EXECUTE ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) TO t78_plain;
-GRANT SELECT ON kafka_lake.mg78_records TO t78_plain;
+GRANT SELECT, TRIGGER ON kafka_lake.mg78_records TO t78_plain;
 SET ROLE t78_plain;
 SELECT throws_ok($$SELECT kafka_lake.define_gold('mg78', 'mg78_plain', ARRAY['machine_id'],
                     sql => 'SELECT machine_id, count(*) AS n FROM silver GROUP BY 1')$$, '42501', NULL,

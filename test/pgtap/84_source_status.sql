@@ -55,7 +55,7 @@ LANGUAGE sql AS $$
     ORDER BY partition
 $$;
 
-SELECT plan(26);
+SELECT plan(27);
 
 -- a source never landed: one row, nothing known
 SELECT results_eq($$SELECT partition, last_status, batches, bytes_on_disk, committed_offset FROM pg_temp.status()$$,
@@ -141,9 +141,17 @@ RESET ROLE;
 GRANT SELECT ON kafka_lake.source_status, kafka_lake.late_events TO t84_monitor;
 SET ROLE t84_monitor;
 SELECT is((SELECT count(*)::int FROM kafka_lake.source_status WHERE source = current_setting('t84.source')
-           AND last_error IS NOT NULL), 2, 'SELECT on the view is all a monitoring role needs, errors included');
+           AND last_error_sqlstate IS NOT NULL AND last_error IS NULL), 2,
+          'SELECT on the view is all a monitoring role needs to see the errors'' SQLSTATE and time, not their text');
 SELECT is(pg_temp.error_of('SELECT * FROM kafka_lake.late_events'), 'no error', 'and on late_events');
 RESET ROLE;
+SELECT set_config('t84.grant', format('GRANT SELECT ON kafka_lake.%I TO t84_monitor', current_setting('t84.source') || '_records'), false) \g /dev/null
+DO $$BEGIN EXECUTE current_setting('t84.grant'); END$$;
+SET ROLE t84_monitor;
+SELECT is((SELECT count(*)::int FROM kafka_lake.source_status WHERE source = current_setting('t84.source')
+           AND last_error IS NOT NULL), 2, 'a role that may read the source sees the text of its errors too');
+RESET ROLE;
+DO $$BEGIN EXECUTE replace(replace(current_setting('t84.grant'), 'GRANT', 'REVOKE'), ' TO ', ' FROM '); END$$;
 REVOKE ALL ON kafka_lake.source_status, kafka_lake.late_events FROM t84_monitor;
 REVOKE USAGE ON SCHEMA kafka_lake FROM t84_monitor;
 DROP ROLE t84_monitor;

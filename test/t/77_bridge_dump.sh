@@ -4,10 +4,12 @@
 # check, bridged; dumped and restored into a new database: the silver table (its definition,
 # its rows), the gold tables and their views, as-of and compute functions (owned by the
 # role that defined them, SECURITY DEFINER), the definitions in kafka_lake.golds and
-# kafka_lake.quality_checks; and the restored database bridges the next date the same way.
-# Needs the broker.
+# kafka_lake.quality_checks; and the restored database, once it has claimed a copy of the
+# landing (claim_landing, with a consumer group of its own: the original goes on using its
+# own), bridges the next date the same way.  Before the claim it refuses to write in the
+# original's landing.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 8
+plan 10
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=bridge.dump.t
 
@@ -28,7 +30,7 @@ SELECT kafka_lake.create_contract('visits77', '{
   "event_id": "visit_id", "business_date": {"field": "day"}, "natural_key": ["visit_id"]}');
 SELECT kafka_lake.create_source('bd_src', 'bd_srv', '$topic', contract => 'visits77');
 GRANT USAGE ON SCHEMA kafka_lake TO t77_owner;
-GRANT SELECT ON kafka_lake.bd_src_records TO t77_owner;
+GRANT SELECT, TRIGGER ON kafka_lake.bd_src_records TO t77_owner;
 GRANT EXECUTE ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) TO t77_owner;
 SELECT kafka_lake.define_gold('bd_src', 'bd_pages', ARRAY['page'],
   '{"visits": {"count": "*"}, "ms": {"sum": "ms"}, "avg_ms": {"avg": "ms", "round": 1}}');
@@ -65,6 +67,15 @@ is "$(state kl_bdump_restored)" "$before" \
 is "$(q -d kl_bdump_restored -c "SELECT count(*) FROM pg_depend d WHERE d.refclassid = 'pg_extension'::regclass
         AND d.objid IN ('kafka_lake.bd_src_silver'::regclass, 'kafka_lake.bd_pages'::regclass, 'kafka_lake.bd_tags'::regclass)")" \
 	"0" "they are no members of the extension"
+err=$(q -d kl_bdump_restored -c "SELECT * FROM kafka_lake.bridge('bd_src', '2026-08-02')" 2>&1 >/dev/null)
+like "$err" "is not this database's" "before it claims a landing, the restored database does not write in the original's"
+landing=$(q -d kl_bdump_source -c "SELECT current_setting('data_directory') || '/kafka_lake/bd_src'")
+mkdir -p "$KL_TMP/copy77"
+cp -a "$landing" "$KL_TMP/copy77/"
+chown -R postgres: "$KL_TMP/copy77"
+is "$(q -d kl_bdump_restored -c "SELECT status || ' ' || group_id FROM kafka_lake.claim_landing('bd_src',
+        landing_dir => '$KL_TMP/copy77', group_id => 'kl_bdump_restored.bd_src')")" \
+	"claimed kl_bdump_restored.bd_src" "it claims a copy of the landing, with a consumer group of its own"
 is "$(q -d kl_bdump_restored -c "SELECT run_status || ' ' || quality_passed || '/' || quality_total || ' ' || gold_rows
         FROM kafka_lake.bridge('bd_src', '2026-08-02')")" "processed 8/8 4" \
 	"the restored database bridges the next date: silver, both golds, the check"
