@@ -477,7 +477,7 @@ kl_gold_grain(KlGoldDef *g, const KlLayout *lay, char **grain, int ngrain)
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("grain field \"%s\" of gold \"%s\" is not a scalar: its silver column is %s",
 							grain[i], g->gold, lay->fields[f].sql_type),
-					 errhint("Group by strings, numbers, booleans, dates or timestamps; to group by a member of an object, write the gold as SQL.")));
+					 errhint("A grain field is a top-level field of a scalar type: a string, number, boolean, date or timestamp. To break a gold down by a member of an object, keep it out of the grain and return the breakdown as one jsonb metric of a SQL gold, for example sql => 'SELECT jsonb_object_agg(country, revenue) AS revenue_by_country FROM (SELECT customer ->> ''country'' AS country, sum(amount) AS revenue FROM silver GROUP BY 1) t'.")));
 		g->grain[g->ngrain] = pstrdup(grain[i]);
 		g->grain_field[g->ngrain] = f;
 		g->ngrain++;

@@ -41,6 +41,8 @@
 #include "catalog.h"
 #include "catalog_bridge.h"
 
+static char *kl_grain_words(const KlLayout *lay, const KlGoldDef *g);
+
 /*
  * kl_spi_int8 / kl_spi_text
  *		A column of the first row of the last SPI result.
@@ -533,6 +535,89 @@ kl_catalog_publish_snapshot(KlBridge *b, int64 snapshot_id)
 }
 
 /*
+ * kl_catalog_check_gold_grain
+ *		A gold has one row per grain value (its primary key says so when
+ *		every grain field is required): a SQL gold whose query returns
+ *		several for one is refused (21000) with the value and what to do,
+ *		before anything is written, whether or not the table has the key.
+ *		types and values are kl_catalog_insert_gold's arguments ($4 on: one
+ *		text array per column, grain first), desc_types the table's column
+ *		types (the casts are to built-in types: kl_catalog_insert_gold has
+ *		checked them).
+ */
+static void
+kl_catalog_check_gold_grain(const KlLayout *lay, KlGoldDef *g, Oid *types, Datum *values,
+							char **desc_types)
+{
+	StringInfoData sql;
+	StringInfoData cols;
+	StringInfoData keys;
+	KlCatalogSave cs;
+	char	   *value = NULL;
+	int64		rows = 0;
+
+	if (g->nrows < 2)
+		return;
+	if (g->ngrain == 0)
+	{
+		value = pstrdup("business_date alone");
+		rows = g->nrows;
+	}
+	else
+	{
+		initStringInfo(&sql);
+		initStringInfo(&cols);
+		initStringInfo(&keys);
+		for (int c = 0; c < g->ngrain; c++)
+		{
+			appendStringInfo(&cols, "%s$%d", c ? ", " : "", 1 + c);
+			appendStringInfo(&keys, "%su.c%d::%s", c ? ", " : "", c, desc_types[2 + c]);
+		}
+		appendStringInfo(&sql, "SELECT pg_catalog.concat_ws(', ', %s), pg_catalog.count(*)"
+						 " FROM unnest(%s) AS u(", keys.data, cols.data);
+		for (int c = 0; c < g->ngrain; c++)
+			appendStringInfo(&sql, "%sc%d", c ? ", " : "", c);
+		appendStringInfo(&sql, ") GROUP BY %s HAVING pg_catalog.count(*) > 1 LIMIT 1", keys.data);
+		cs = kl_catalog_begin();
+		if (SPI_execute_with_args(sql.data, g->ngrain, types + 3, values + 3, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not check the grain of gold %s", g->gold);
+		if (SPI_processed > 0)
+		{
+			value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			rows = pg_strtoint64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
+			value = value ? pstrdup(value) : pstrdup("null");
+		}
+		kl_catalog_end(cs);
+	}
+	if (value == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CARDINALITY_VIOLATION),
+			 errmsg("the SQL of gold \"%s\" returns %lld rows for one grain value (%s) of %s",
+					g->gold, (long long) rows, value, g->ngrain ? kl_grain_words(lay, g) : "business_date"),
+			 errdetail("A gold has one row per business_date and grain value; nothing was published."),
+			 g->ngrain ?
+			 errhint("Group the query by its grain fields, in grain order: ... GROUP BY %s.", kl_grain_words(lay, g)) :
+			 errhint("The gold's grain is business_date alone: its query returns one row, an aggregate over silver, or the gold needs a grain.")));
+}
+
+/*
+ * kl_grain_words
+ *		The grain fields of a gold as "a, b".
+ */
+static char *
+kl_grain_words(const KlLayout *lay, const KlGoldDef *g)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < g->ngrain; i++)
+		appendStringInfo(&buf, "%s%s", i ? ", " : "",
+						 quote_identifier(lay->fields[g->grain_field[i]].column));
+	return buf.data;
+}
+
+/*
  * kl_catalog_insert_gold
  *		The rows of gold g (as text, bridge_gold.c) under snapshot_id, with
  *		the closing status of b (provisional unless the date was ever
@@ -552,6 +637,7 @@ kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id)
 	Oid			relid = kl_catalog_relid(g->gold);
 	Relation	rel;
 	TupleDesc	desc;
+	char	  **desc_types;
 
 	types[0] = INT8OID;
 	types[1] = DATEOID;
@@ -564,6 +650,7 @@ kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id)
 	initStringInfo(&from);
 	rel = table_open(relid, AccessShareLock);
 	desc = RelationGetDescr(rel);
+	desc_types = palloc(sizeof(char *) * Max(desc->natts, 1));
 	if (desc->natts != g->ncols + 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -574,6 +661,8 @@ kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id)
 	{
 		Form_pg_attribute a = TupleDescAttr(desc, i);
 		char	   *type = kl_type_name(a->atttypid, a->atttypmod);
+
+		desc_types[i] = type;
 
 		/* the cast below runs the type's input function as the owner */
 		if (!kl_type_is_builtin(a->atttypid))
@@ -613,6 +702,8 @@ kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id)
 		}
 	}
 	table_close(rel, AccessShareLock);
+	if (g->compute != NULL)
+		kl_catalog_check_gold_grain(b->layout, g, types, values, desc_types);
 	appendStringInfo(&sql, "INSERT INTO kafka_lake.%s SELECT %s", quote_identifier(g->gold), sel.data);
 	if (g->ncols > 0)
 	{

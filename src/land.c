@@ -265,6 +265,8 @@ typedef struct KlJudgeJob
 	KlPool	   *scratch;
 	void	   *sha;			/* a digest context of this job's thread */
 	int			failed_at;		/* record whose judgement ran out of memory */
+	TimestampTz deadline;		/* on the backend, with patterns: the call's */
+	int			judged;			/* records judged (n, or fewer at the deadline) */
 } KlJudgeJob;
 
 /*
@@ -647,6 +649,7 @@ kl_judge_job(void *arg, const volatile bool *cancel)
 {
 	KlJudgeJob *job = (KlJudgeJob *) arg;
 
+	job->judged = 0;
 	for (int i = 0; i < job->n; i++)
 	{
 		KlRecord   *r = &job->recs[i];
@@ -660,6 +663,20 @@ kl_judge_job(void *arg, const volatile bool *cancel)
 			else if (*cancel)
 				return;
 		}
+
+		/*
+		 * A pattern's match takes time linear in the value, which can be a
+		 * quarter of a second for 16 MiB: the call's timeout bounds the
+		 * judging too.  The window then ends at the last record judged, at
+		 * least one, so that every call lands something.
+		 */
+		if (job->deadline != 0 && i > 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (GetCurrentTimestamp() >= job->deadline)
+				return;
+		}
+		job->judged = i + 1;
 		kl_fingerprint_with(job->sha, job->topic, job->partition, r->offset, r->key, r->key_len,
 							r->value, r->value_len, r->fingerprint);
 		if (r->status == KL_STATUS_REUSED)
@@ -687,9 +704,11 @@ kl_judge_job(void *arg, const volatile bool *cancel)
  * kl_judge_window
  *		Fingerprint the window's records, and judge and key the new ones:
  *		the second half on the helper thread while the backend does the
- *		first (a contract with a pattern: all on the backend).
+ *		first (a contract with a pattern: all on the backend, up to the
+ *		call's deadline).  Returns how many of the records were judged: n,
+ *		or with a pattern fewer (at least one) once the deadline passed.
  */
-static void
+static int
 kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 {
 	static void *sha[2];
@@ -712,6 +731,8 @@ kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 		jobs[t].scratch = t == 0 ? call->scratch : call->w_scratch;
 		jobs[t].sha = sha[t];
 		jobs[t].failed_at = -1;
+		jobs[t].deadline = call->split_judging ? 0 : call->deadline;
+		jobs[t].judged = 0;
 	}
 
 	if (jobs[1].n > 0)
@@ -742,6 +763,8 @@ kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 							   (long long) jobs[t].recs[jobs[t].failed_at].offset,
 							   call->contract->name)));
 	}
+	/* the helper's half is judged whole; the backend's may end at the deadline */
+	return jobs[1].n > 0 ? jobs[0].n + jobs[1].n : jobs[0].judged;
 }
 
 /*
@@ -916,13 +939,8 @@ kl_process_window(KlLandCall *call)
 	int			reused = 0;
 	List	   *rows = NIL;
 	ListCell   *cell;
-	int64		next_offset = recs[n - 1].offset + 1;
-
-	if (call->last_offset != NULL)
-	{
-		call->last_offset[p] = recs[n - 1].offset;
-		call->last_timestamp_ms[p] = recs[n - 1].timestamp_ms;
-	}
+	int64		next_offset;
+	int			judged;
 
 	/* what is already durable, then fingerprints and judgements */
 	durable = kl_catalog_durable(src, p, recs[0].offset, recs[n - 1].offset);
@@ -938,7 +956,19 @@ kl_process_window(KlLandCall *call)
 				recs[i].status = KL_STATUS_REUSED;
 		}
 	}
-	kl_judge_window(call, recs, n);
+	judged = kl_judge_window(call, recs, n);
+	if (judged < n)
+	{
+		/* the deadline passed while judging: the window ends there, the call too */
+		n = call->nrecs = judged;
+		call->stop = true;
+	}
+	next_offset = recs[n - 1].offset + 1;
+	if (call->last_offset != NULL)
+	{
+		call->last_offset[p] = recs[n - 1].offset;
+		call->last_timestamp_ms[p] = recs[n - 1].timestamp_ms;
+	}
 	if (durable != NULL)
 	{
 		int			d = 0;
