@@ -2,7 +2,8 @@
 #
 # `make` builds the extension and the test broker (test/broker/kafka_lake_broker,
 # a librdkafka mock cluster used by the tests and the demo; it is never installed
-# into PostgreSQL).  `make install` installs the extension.  The whole test suite
+# into PostgreSQL).  `make broker` builds the broker alone (test/broker/Makefile),
+# and installs nothing.  `make install` installs the extension.  The whole test suite
 # runs with `bash test/run` (see README.md), which calls `make installcheck` for
 # the pg_regress part.  ICU (libicuuc) does the contract's Unicode trimming
 # and lower-casing; Debian's PostgreSQL links the same library.
@@ -84,8 +85,13 @@ include $(PGXS)
 
 all: test/broker/kafka_lake_broker
 
+# the test broker alone (test/broker/Makefile: librdkafka, no PostgreSQL)
+broker: test/broker/kafka_lake_broker
+
 test/broker/kafka_lake_broker: test/broker/kafka_lake_broker.c
-	$(CC) -O2 -Wall -Wextra $(COPT) -o $@ $< -lrdkafka -lpthread
+	$(MAKE) -C test/broker kafka_lake_broker
+
+.PHONY: broker
 
 # PGXS tracks no header dependencies: every object is rebuilt when any of
 # kafka_lake's own headers changes (a struct that changes size must not

@@ -54,6 +54,8 @@
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "parser/parse_type.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -1211,6 +1213,21 @@ kl_name_taken(const char *name)
 }
 
 /*
+ * kl_catalog_has_snapshot_gold_functions
+ *		Does the catalog have kafka_lake.snapshot_gold_functions(bigint)
+ *		(version 1.2)?
+ */
+static bool
+kl_catalog_has_snapshot_gold_functions(void)
+{
+	Oid			argtypes[1] = {INT8OID};
+
+	return OidIsValid(LookupFuncName(list_make2(makeString("kafka_lake"),
+												makeString("snapshot_gold_functions")),
+									 1, argtypes, true));
+}
+
+/*
  * kl_gold_as_of_sql
  *		CREATE [OR REPLACE] FUNCTION kafka_lake.<gold>_as_of(snapshot_id):
  *		the gold's rows under any retained snapshot of its source.  A
@@ -1246,12 +1263,15 @@ kl_gold_as_of_sql(const char *gold, bool replace)
 					"   RAISE EXCEPTION 'snapshot %% is of source \"%%\", and gold %s is not of that source',"
 					"    $1, (SELECT src.source FROM kafka_lake.sources src WHERE src.source_id = snapshot_source)"
 					"    USING ERRCODE = 'invalid_parameter_value',"
-					"    HINT = kafka_lake.snapshot_gold_functions($1);"
+					"    HINT = %s;"
 					"  END IF;"
 					"  RETURN QUERY SELECT * FROM kafka_lake.%s g WHERE g.snapshot_id = $1;"
 					" END $kl$",
 					replace ? "OR REPLACE " : "", quote_identifier(psprintf("%s_as_of", gold)),
-					grel, quote_literal_cstr(gold), gold, grel);
+					grel, quote_literal_cstr(gold), gold,
+					kl_catalog_has_snapshot_gold_functions() ? "kafka_lake.snapshot_gold_functions($1)" :
+					"'kafka_lake.snapshots lists the snapshots of every source.'",
+					grel);
 }
 
 /*
@@ -1275,8 +1295,21 @@ kafka_lake_replace_gold_functions(PG_FUNCTION_ARGS)
 		golds = lappend(golds, MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[i],
 																		SPI_tuptable->tupdesc, 1)));
 	foreach(cell, golds)
-		if (SPI_execute(kl_gold_as_of_sql(lfirst(cell), true), false, 0) != SPI_OK_UTILITY)
+	{
+		const char *fn = quote_identifier(psprintf("%s_as_of", (char *) lfirst(cell)));
+
+		/*
+		 * An extension's script replaces only its own objects: the function
+		 * becomes a member for the replacement (which keeps its owner and
+		 * grants) and is none again after it, so that pg_dump keeps it.
+		 */
+		if (SPI_execute(psprintf("ALTER EXTENSION kafka_lake ADD FUNCTION kafka_lake.%s(bigint)", fn),
+						false, 0) != SPI_OK_UTILITY ||
+			SPI_execute(kl_gold_as_of_sql(lfirst(cell), true), false, 0) != SPI_OK_UTILITY ||
+			SPI_execute(psprintf("ALTER EXTENSION kafka_lake DROP FUNCTION kafka_lake.%s(bigint)", fn),
+						false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not replace kafka_lake.%s_as_of", (char *) lfirst(cell));
+	}
 	kl_catalog_end(cs);
 	PG_RETURN_VOID();
 }
