@@ -88,7 +88,7 @@ kl_source_lock(KlSource *src)
  *		_silver: refuse (42P07) a source whose tables would meet an object
  *		of kafka_lake already there (a catalog view such as late_events, a
  *		gold defined under that name by an earlier release), before
- *		anything is made.
+ *		anything is made on disk (the catalog's row goes with the error).
  */
 static void
 kl_check_source_names_free(const char *source)
@@ -147,7 +147,6 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
 
 	kl_check_topic_name(topic);
-	kl_check_source_names_free(source);
 	fs = kl_get_server(server);
 	kl_check_server_usage(fs);
 	if (group_id[0] == '\0')
@@ -165,6 +164,8 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	kl_lock_group_id(group_id);
 	kl_catalog_insert_source(source, fs->servername, topic, group_id, c->name, c->version,
 							 root, default_group);
+	/* a source of that name is 42710 above; its tables must be free too */
+	kl_check_source_names_free(source);
 
 	/*
 	 * A directory this transaction is to remove at commit (the same name
