@@ -398,6 +398,30 @@ kl_catalog_partition_changed(KlSource *src, int32 partition)
 }
 
 /*
+ * kl_check_group_free
+ *		Inside a catalog section: ERROR 42710 when a source other than
+ *		source_id (0: any) uses the consumer group, as committed now (the
+ *		caller holds the group id's lock, locks.c).
+ */
+static void
+kl_check_group_free(const char *group_id, int32 source_id, const char *hint)
+{
+	Oid			types[2] = {TEXTOID, INT4OID};
+	Datum		values[2] = {CStringGetTextDatum(group_id), Int32GetDatum(source_id)};
+
+	kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $1"
+					   " AND source_id <> $2 ORDER BY source LIMIT 1",
+					   2, types, values, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("consumer group \"%s\" is already used by source \"%s\"",
+						group_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errdetail("Sources that share a consumer group overwrite each other's committed offsets and skip records."),
+				 errhint("%s", hint)));
+}
+
+/*
  * kl_catalog_source_name
  *		The name of the source with that id, or NULL.
  */
@@ -472,18 +496,7 @@ kl_catalog_move_source(KlSource *src, const char *root, const char *group_id)
 		nulls[2] = 'n';
 	cs = kl_catalog_begin();
 	if (group_id)
-	{
-		kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $3"
-						   " AND source_id <> $1 ORDER BY source LIMIT 1",
-						   3, types, values, SPI_OK_SELECT);
-		if (SPI_processed > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("consumer group \"%s\" is already used by source \"%s\"",
-							group_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-					 errdetail("Sources that share a consumer group overwrite each other's committed offsets and skip records."),
-					 errhint("Give group_id another value.")));
-	}
+		kl_check_group_free(group_id, src->source_id, "Give group_id another value.");
 	kl_spi_exec("UPDATE kafka_lake.sources SET landing_dir = $2,"
 				" group_id = coalesce($3, group_id) WHERE source_id = $1",
 				3, types, values, nulls, SPI_OK_UPDATE);
@@ -523,16 +536,9 @@ kl_catalog_insert_source(const char *source, const char *server, const char *top
 				 errhint("Drop it first with kafka_lake.drop_source('%s').", source)));
 
 	/* one group, one source (the caller holds the group's lock) */
-	kl_spi_exec_latest("SELECT source FROM kafka_lake.sources WHERE group_id = $1 ORDER BY source LIMIT 1",
-					   1, types + 3, values + 3, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("consumer group \"%s\" is already used by source \"%s\"",
-						group_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-				 errdetail("Sources that share a consumer group overwrite each other's committed offsets and skip records."),
-				 errhint("Give group_id another value, or leave it out for the default %s.",
-						 default_group)));
+	kl_check_group_free(group_id, 0,
+						psprintf("Give group_id another value, or leave it out for the default %s.",
+								 default_group));
 
 	/* a concurrent create_source of the same name: 42710, not a unique violation */
 	if (kl_catalog_has_contracts())
