@@ -10,50 +10,54 @@
 
 MODULE_big = kafka_lake
 OBJS = \
+	src/base/digest.o \
+	src/base/json.o \
+	src/base/keyset.o \
+	src/base/names.o \
+	src/base/bulk_insert.o \
+	src/base/builtin_types.o \
+	src/base/fault.o \
+	src/base/settings.o \
+	src/base/args.o \
+	src/contract/contract.o \
+	src/contract/contract_define.o \
+	src/format/batch_format.o \
+	src/kl_catalog/catalog.o \
+	src/kl_catalog/catalog_lifecycle.o \
+	src/kl_catalog/catalog_status.o \
+	src/kl_catalog/contract_catalog.o \
+	src/kl_catalog/locks.o \
+	src/kafka/options.o \
+	src/kafka/kafka.o \
+	src/landing/landing_files.o \
+	src/landing/fileundo.o \
+	src/landing/source_lock.o \
+	src/landing/batch_read.o \
+	src/landing/recover.o \
+	src/landing/verify.o \
+	src/landing/land_worker.o \
+	src/landing/land.o \
+	src/landing/source_status.o \
+	src/lifecycle/compact.o \
+	src/lifecycle/expire.o \
+	src/lifecycle/readmit.o \
+	src/fdw/fdw.o \
+	src/bridge/csv.o \
+	src/bridge/catalog_bridge.o \
+	src/bridge/catalog_close.o \
+	src/bridge/bridge_define.o \
+	src/bridge/bridge_select.o \
+	src/bridge/bridge_adapter.o \
+	src/bridge/bridge_silver.o \
+	src/bridge/bridge_checks.o \
+	src/bridge/bridge_gold.o \
+	src/bridge/bridge_closing.o \
+	src/bridge/bridge.o \
+	src/close/close.o \
+	src/close/late_events.o \
 	src/kafka_lake.o \
-	src/options.o \
-	src/names.o \
-	src/builtin_types.o \
-	src/kafka.o \
-	src/json.o \
-	src/contract.o \
-	src/contract_define.o \
-	src/digest.o \
-	src/batch_format.o \
-	src/landing_files.o \
-	src/batch_read.o \
-	src/fileundo.o \
-	src/locks.o \
-	src/bulk_insert.o \
-	src/catalog.o \
-	src/catalog_lifecycle.o \
-	src/contract_catalog.o \
 	src/source.o \
-	src/claim.o \
-	src/land.o \
-	src/land_worker.o \
-	src/recover.o \
-	src/readmit.o \
-	src/verify.o \
-	src/compact.o \
-	src/expire.o \
-	src/fdw.o \
-	src/csv.o \
-	src/keyset.o \
-	src/catalog_bridge.o \
-	src/bridge.o \
-	src/bridge_define.o \
-	src/bridge_select.o \
-	src/bridge_adapter.o \
-	src/bridge_silver.o \
-	src/bridge_checks.o \
-	src/bridge_gold.o \
-	src/bridge_closing.o \
-	src/catalog_close.o \
-	src/catalog_status.o \
-	src/source_status.o \
-	src/close.o \
-	src/late_events.o
+	src/claim.o
 
 EXTENSION = kafka_lake
 DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql sql/kafka_lake--1.1--1.2.sql
@@ -96,5 +100,5 @@ test/broker/kafka_lake_broker: test/broker/kafka_lake_broker.c
 # PGXS tracks no header dependencies: every object is rebuilt when any of
 # kafka_lake's own headers changes (a struct that changes size must not
 # leave an object compiled against the old one).
-KL_HEADERS := $(wildcard $(srcdir)/src/*.h)
+KL_HEADERS := $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 $(OBJS) $(OBJS:.o=.bc): $(KL_HEADERS)

@@ -55,12 +55,13 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "catalog.h"
-#include "compat.h"
+#include "base/args.h"
+#include "base/compat.h"
+#include "base/names.h"
 #include "kafka_lake.h"
-#include "landing_files.h"
-#include "locks.h"
-#include "names.h"
+#include "kl_catalog/catalog.h"
+#include "kl_catalog/locks.h"
+#include "landing/landing_files.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_claim_landing);
 

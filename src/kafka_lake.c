@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * kafka_lake.c
- *	  Module entry point: module magic, settings (GUCs) and the fault
- *	  injection points used by the tests of the recovery contract.
+ *	  Module entry point: module magic, the registration of the settings
+ *	  (GUCs), the check of the landing directory, and the server log hook
+ *	  that keeps secrets out of the log.
  *
  * Settings (all superuser-only, the prefix "kafka_lake" is reserved):
  *
@@ -12,19 +13,11 @@
  *	kafka_lake.batch_max_bytes	where land() and replay() cut a batch
  *	kafka_lake.fault_injection	one named point at which the next land,
  *								replay, bridge or compact raises an ERROR
- *								(or, written pause:<point>, waits there)
+ *								(or, written pause:<point>, waits there:
+ *								base/fault.c)
  *
- * Fault injection is armed each time the setting is assigned and fires
- * once: the ERROR it raises rolls back the transaction, and with it any
- * transactional way of clearing the setting, so the "fired" state is kept
- * outside of the GUC machinery.  SHOW still displays the last value.  Two
- * points of compact() sit after its commit, where an ERROR cannot go: they
- * skip the removal of the replaced directories (all of them, or all but
- * the first), leaving the disk as a crash there would (kl_fault_take).
- * pause:<point> makes the backend wait at the point instead (for up to two
- * minutes, in wait event "Extension"), so that a test can kill it there
- * with SIGKILL: the crash tests of compaction (kl_fault_pause, which is
- * also safe in commit processing).
+ * The variables of the settings are base/settings.c's, the fault points
+ * base/fault.c's; this file registers them when the library loads.
  *
  * The landing directory must never be PostgreSQL's own: a source named
  * "base" under a landing_dir of "." would claim every database's files, and
@@ -76,42 +69,14 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "base/compat.h"
+#include "base/fault.h"
+#include "base/settings.h"
+#include "kafka/options.h"
 #include "kafka_lake.h"
-#include "options.h"
-#include "source_status.h"
+#include "landing/source_status.h"
 
 PG_MODULE_MAGIC;
-
-/* GUC variables */
-char	   *kl_landing_dir = NULL;
-int			kl_batch_max_records = 50000;
-int			kl_batch_max_bytes = 64 * 1024 * 1024;
-char	   *kl_fault_injection = NULL;
-
-/* true while the fault injection point named by the setting has not fired */
-static bool kl_fault_armed = false;
-
-static const char *const kl_fault_points[] = {
-	"after_staging_write",
-	"after_rename",
-	"while_writing",
-	"cancel_while_writing",
-	"after_landing_before_commit",
-	"after_commit",
-	"bridge_before_gold",
-	"compact_after_write",
-	"compact_after_rename",
-	"compact_after_catalog",
-	"compact_before_remove",
-	"compact_during_remove",
-	NULL
-};
-
-/* the prefix that makes a point pause instead of raising an ERROR */
-#define KL_FAULT_PAUSE_PREFIX	"pause:"
-/* how long a pause lasts at most, in milliseconds */
-#define KL_FAULT_PAUSE_MS		(120 * 1000)
 
 /* the log hook: the previous one, and the scrubbed statement we point to */
 static emit_log_hook_type kl_prev_emit_log_hook = NULL;
@@ -119,8 +84,6 @@ static char *kl_scrubbed_query = NULL;
 static List *kl_scrubbed_values = NIL;
 static bool kl_in_emit_log_hook = false;
 
-static bool kl_check_fault_injection(char **newval, void **extra, GucSource source);
-static void kl_assign_fault_injection(const char *newval, void *extra);
 static bool kl_check_landing_dir(char **newval, void **extra, GucSource source);
 static void kl_emit_log_hook(ErrorData *edata);
 
@@ -148,7 +111,7 @@ _PG_init(void)
 							"A land() or replay() call is cut into batches, each "
 							"landed and committed in turn.",
 							&kl_batch_max_records,
-							50000, 1, 10000000,
+							KL_BATCH_MAX_RECORDS_DEFAULT, 1, 10000000,
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
@@ -157,18 +120,16 @@ _PG_init(void)
 							"Largest sum of key and value bytes in one landed batch.",
 							"Backend memory during land() is bounded by about twice this.",
 							&kl_batch_max_bytes,
-							64 * 1024 * 1024, 1024, INT_MAX,
+							KL_BATCH_MAX_BYTES_DEFAULT, 1024, INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("kafka_lake.fault_injection",
 							   "Point at which the next land, replay, bridge or compact raises an error (for tests).",
-							   "One of after_staging_write, after_rename, "
-							   "after_landing_before_commit, after_commit, "
-							   "bridge_before_gold, compact_after_write, compact_after_rename, "
-							   "compact_after_catalog, compact_before_remove, compact_during_remove; "
-							   "pause:<point> waits there instead; empty disables it.",
+							   MemoryContextStrdup(TopMemoryContext,
+												   psprintf("One of %s; pause:<point> waits there instead; empty disables it.",
+															kl_fault_point_names())),
 							   &kl_fault_injection,
 							   "",
 							   PGC_SUSET,
@@ -467,147 +428,3 @@ kl_emit_log_hook(ErrorData *edata)
 		kl_prev_emit_log_hook(edata);
 }
 
-/*
- * kl_check_fault_injection
- *		Accept only the names of real injection points.
- */
-static bool
-kl_check_fault_injection(char **newval, void **extra, GucSource source)
-{
-	const char *point = *newval;
-
-	if (point == NULL || point[0] == '\0')
-		return true;
-	if (strncmp(point, KL_FAULT_PAUSE_PREFIX, strlen(KL_FAULT_PAUSE_PREFIX)) == 0)
-		point += strlen(KL_FAULT_PAUSE_PREFIX);
-	for (int i = 0; kl_fault_points[i] != NULL; i++)
-	{
-		if (strcmp(point, kl_fault_points[i]) == 0)
-			return true;
-	}
-	GUC_check_errdetail("Unknown fault injection point \"%s\".", *newval);
-	GUC_check_errhint("Use one of after_staging_write, after_rename, "
-					  "while_writing, cancel_while_writing, "
-					  "after_landing_before_commit, after_commit, "
-					  "bridge_before_gold, compact_after_write, compact_after_rename, "
-					  "compact_after_catalog, compact_before_remove, compact_during_remove, "
-					  "optionally written pause:<point>.");
-	return false;
-}
-
-/*
- * kl_assign_fault_injection
- *		Arm the named point.
- */
-static void
-kl_assign_fault_injection(const char *newval, void *extra)
-{
-	kl_fault_armed = (newval != NULL && newval[0] != '\0');
-}
-
-/*
- * kl_fault_point
- *		Raise the injected ERROR if the setting names this point and it has
- *		not fired since it was set.  A point named cancel_... does not
- *		raise: it makes a cancel request arrive, as pg_cancel_backend()
- *		would, which the next interrupt check raises.
- */
-void
-kl_fault_point(const char *point)
-{
-	if (kl_fault_pausing(point))
-	{
-		kl_fault_pause(point);
-		return;
-	}
-	if (!kl_fault_take(point))
-		return;
-
-	if (strncmp(point, "cancel_", 7) == 0)
-	{
-		QueryCancelPending = true;
-		InterruptPending = true;
-		return;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_INTERNAL_ERROR),
-			 errmsg("kafka_lake fault injection: %s", point),
-			 errdetail("The setting kafka_lake.fault_injection asked for an error at this point."),
-			 errhint("Reset kafka_lake.fault_injection; the next call recovers.")));
-}
-
-/*
- * kl_fault_take
- *		Does the setting name this point, not yet fired?  It fires now (for
- *		points that do something else than raise an ERROR).
- */
-bool
-kl_fault_take(const char *point)
-{
-	if (!kl_fault_armed || kl_fault_injection == NULL ||
-		strcmp(kl_fault_injection, point) != 0)
-		return false;
-	kl_fault_armed = false;
-	return true;
-}
-
-/*
- * kl_fault_pausing
- *		Does the setting ask to pause at this point (pause:<point>), not yet
- *		fired?
- */
-bool
-kl_fault_pausing(const char *point)
-{
-	size_t		plen = strlen(KL_FAULT_PAUSE_PREFIX);
-
-	return kl_fault_armed && kl_fault_injection != NULL &&
-		strncmp(kl_fault_injection, KL_FAULT_PAUSE_PREFIX, plen) == 0 &&
-		strcmp(kl_fault_injection + plen, point) == 0;
-}
-
-/*
- * kl_fault_pause
- *		If the setting asks to pause at this point: wait there, for up to two
- *		minutes, in wait event "Extension", so that a test can kill the
- *		backend at exactly this step (a LOG line says when the wait starts).
- *		Raises no ERROR of its own; a cancel ends the wait with its usual
- *		ERROR, except in commit processing, which holds interrupts, so it is
- *		safe there too.
- */
-void
-kl_fault_pause(const char *point)
-{
-	TimestampTz until;
-
-	if (!kl_fault_pausing(point))
-		return;
-	kl_fault_armed = false;
-	ereport(LOG,
-			(errmsg("kafka_lake fault injection: pausing at %s", point)));
-	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), KL_FAULT_PAUSE_MS);
-	while (GetCurrentTimestamp() < until)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * kl_check_not_null
- *		A NULL where a function needs a value is an ERROR (22004), never an
- *		empty result: an empty verify() would read as "no problem found".
- */
-void
-kl_check_not_null(FunctionCallInfo fcinfo, int argno, const char *argname, const char *hint)
-{
-	if (!PG_ARGISNULL(argno))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("%s must not be null", argname),
-			 hint ? errhint("%s", hint) :
-			 errhint("Name a source; kafka_lake.sources lists them.")));
-}

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * source.c
- *	  Sources: create_source() and drop_source(), and the lock every
- *	  function that writes a source's files holds.
+ *	  Sources: create_source() and drop_source(), which reach every
+ *	  subsystem (the landing, the typed table, the bridge's silver and
+ *	  golds).
  *
  * A source is a row of kafka_lake.sources, a directory under the landing
  * directory carrying this database's marker (landing_files.c), and the
@@ -15,10 +16,10 @@
  *
  * A source is not dropped under a writer: land(), replay(), recover() and
  * the bridge lock the source's row FOR KEY SHARE before they touch its
- * files (kl_source_lock), drop_source takes FOR UPDATE before it deletes
- * anything, and deletes with the newest snapshot, so what a lander
- * committed while the drop waited goes too (accepted_events has no foreign
- * key to cascade).
+ * files (kl_source_lock, landing/source_lock.c), drop_source takes FOR
+ * UPDATE before it deletes anything, and deletes with the newest snapshot,
+ * so what a lander committed while the drop waited goes too
+ * (accepted_events has no foreign key to cascade).
  *
  * Consumer groups: the default group id is kafka_lake.<database>.<source>,
  * and create_source refuses a group another source of the database uses,
@@ -40,47 +41,18 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "bridge.h"
-#include "catalog.h"
-#include "contract_catalog.h"
-#include "fileundo.h"
-#include "kafka_lake.h"
-#include "landing_files.h"
-#include "locks.h"
-#include "names.h"
-#include "options.h"
-#include "source.h"
+#include "base/args.h"
+#include "base/names.h"
+#include "bridge/bridge.h"
+#include "kafka/options.h"
+#include "kl_catalog/catalog.h"
+#include "kl_catalog/contract_catalog.h"
+#include "kl_catalog/locks.h"
+#include "landing/fileundo.h"
+#include "landing/landing_files.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_create_source);
 PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
-
-/*
- * kl_source_lock
- *		Keep a source from being dropped until the end of the transaction,
- *		and finish what an interrupted drop left of its directory.  Every
- *		function that writes a source's files (land, replay, recover, the
- *		bridge) calls it before it touches them.
- *
- *		Then the directory must be this database's (kl_check_landing_owned:
- *		a database restored next to the original must not write in the
- *		original's landing).
- *
- *		The lock is FOR KEY SHARE on the source's row, the lock the foreign
- *		keys of batches take anyway (kl_catalog_lock_source); drop_source
- *		takes FOR UPDATE first and so waits for every such transaction, and
- *		one that starts while a drop is open waits for the drop and then
- *		finds the source gone.
- */
-void
-kl_source_lock(KlSource *src)
-{
-	char	   *root = pstrdup(src->dir);
-
-	kl_catalog_lock_source(src);
-	get_parent_directory(root);
-	kl_settle_displaced(root, src->source);
-	kl_check_landing_owned(src);
-}
 
 /*
  * kl_check_source_names_free

@@ -1,0 +1,66 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_close.h
+ *	  The closing of business dates in the catalog: date_closings,
+ *	  date_closing_partitions and the closing status of snapshots
+ *	  (catalog_close.c).
+ *
+ * IDENTIFICATION
+ *	  src/bridge/catalog_close.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_LAKE_CATALOG_CLOSE_H
+#define KAFKA_LAKE_CATALOG_CLOSE_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "utils/date.h"
+
+#include "kl_catalog/catalog.h"
+
+/* Where a business date stands: its current snapshot and its certificate */
+typedef struct KlDateState
+{
+	bool		has_current;	/* the date has a current snapshot */
+	int64		snapshot_id;	/* of it */
+	char	   *source_hash;
+	char	   *run_id;
+	char	   *closing_status; /* provisional, closed or reopened */
+	bool		has_closing;	/* a certificate not superseded */
+	int64		closing_id;
+	char	   *closing_state;	/* closed or reopened */
+} KlDateState;
+
+/* A certificate: one row of date_closings with its partitions */
+typedef struct KlClosing
+{
+	int64		closing_id;
+	int32		source_id;
+	char	   *source;
+	DateADT		business_date;
+	int64		snapshot_id;
+	char	   *source_hash;
+	int32		selected_events;
+	bool		has_cutoff;
+	TimestampTz cutoff;
+	char	   *closed_by;
+	TimestampTz closed_at;
+	char	   *status;			/* closed, reopened or superseded */
+	int			nparts;			/* partitions 0..nparts-1 */
+	int64	   *through_offset; /* per partition; -1 where it has no row */
+	int64	   *through_timestamp_ms;	/* per partition; -1: none */
+} KlClosing;
+
+extern void kl_catalog_date_state(int32 source_id, DateADT date, KlDateState *st);
+extern int64 kl_catalog_run_snapshot(const char *run_id);
+extern int64 kl_catalog_republish_snapshot(int32 source_id, DateADT date, int64 from_snapshot,
+										   const char *closing_status);
+extern void kl_catalog_mark_reopened(int64 closing_id, int64 snapshot_id);
+extern bool kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark,
+										char *batch_id);
+extern int64 kl_catalog_record_closing(const KlClosing *c);
+extern KlClosing *kl_catalog_closing(int64 closing_id);
+extern List *kl_catalog_closings_in_effect(void);
+
+#endif							/* KAFKA_LAKE_CATALOG_CLOSE_H */

@@ -1,0 +1,2649 @@
+/*-------------------------------------------------------------------------
+ *
+ * contract.c
+ *	  The contract engine: one record value judged against a compiled
+ *	  contract (accepted, with its normalised event, or refused, with one
+ *	  reason), the arena it writes into, and the ISO-8601 date and
+ *	  timestamp parsers that the contract, the bridge and the foreign table
+ *	  share.  What a definition may say, and how it becomes a KlContract,
+ *	  is contract_define.c's.
+ *
+ * ONE ENGINE FOR EVERY CONTRACT
+ *
+ * A contract is data (kafka_lake.contracts), compiled once per backend
+ * into a read-only KlContract: properties in check order with their types,
+ * normalisations, bounds, formats, enums, nested objects and array items;
+ * a hash of the member names; the event's member order; the rules.  The
+ * built-in machine_event_v1 is one such definition, judged by the same
+ * code as any contract an owner writes, so a user-written equivalent lands
+ * at the same speed and to the same bytes.  No jsonb is touched per record:
+ * the value is read by json.c's strict reader as spans of its bytes.
+ *
+ * THE ORDER OF THE CHECKS
+ *
+ * Every violation yields one short, stable reason, the first one found in
+ * a fixed order, which is what quarantine.jsonl and the manifest record as
+ * validation_error.  The order is what keeps machine_event_v1's reasons
+ * those it always gave:
+ *	1. a null value, an empty value, a value over the size limit (refused
+ *	   before it is parsed);
+ *	2. not JSON (a NUL byte, invalid UTF-8, the reader's error) or not an
+ *	   object;
+ *	3. members in document order: the first unknown member (when
+ *	   additionalProperties is false) or duplicate member, reported only
+ *	   once the whole value parsed, so that invalid JSON later in it wins;
+ *	   then fields taken from Kafka headers;
+ *	4. missing required fields, in the order of "required";
+ *	5. per field, in the order of "properties": its type (an integer beyond
+ *	   int64 is out of range), a NUL character, the normalisation, the
+ *	   length, the pattern, the format, enum and const; an object field's
+ *	   own members completely (its steps 3 to 6) at its turn;
+ *	6. per field, in the order of "properties": its numeric bounds, then
+ *	   the rules whose left side it is;
+ *	7. the members additionalProperties lets in, made canonical (a
+ *	   duplicate or a NUL character among them is refused).
+ *
+ * THE NORMALISED EVENT
+ *
+ * Members sorted by name (the UTF-8 bytes, which is code point order, as
+ * Python's sort_keys), recursively; strings decoded, normalised and escaped
+ * as json.dumps escapes them (json.c); integers in canonical decimal; other
+ * numbers as they were written (12.30 stays 12.30); members of no schema
+ * made canonical the same way.
+ *
+ * THE SEED'S RULES, EXACTLY (normalize: trim, lower; format: date-time)
+ *
+ * The reference implementation is a Python 3.11 pipeline, and kafka_lake
+ * must accept, refuse and normalise what it does, or the two disagree on
+ * the accepted set and on every source_hash built from it.  Its rules are
+ * Python's standard library, so each is reproduced here as Python has it:
+ *
+ *	- member names are JSON strings: they compare after unescaping
+ *	  ("event\u005fid" is event_id), for duplicates too;
+ *	- "trim" trims as str.strip() trims: of every character for which
+ *	  str.isspace() is true, which Python defines as Unicode bidi class WS,
+ *	  B or S, or general category Zs (NBSP, U+001C..U+001F, U+0085, U+2028,
+ *	  the ideographic space, ...);
+ *	- "lower" lower-cases as str.lower() does: the full Unicode lower-case
+ *	  mapping ("İ" becomes "i" and a combining dot), and a capital sigma
+ *	  becomes final "ς" exactly where Python's Final_Sigma test says
+ *	  (preceded by a cased character and not followed by one,
+ *	  case-ignorable characters skipped both ways);
+ *	- "date-time" reads as datetime.fromisoformat after every "Z" is
+ *	  replaced by "+00:00", and requires a zone (below).
+ * Case mapping and character properties come from ICU, which PostgreSQL
+ * itself links on Debian: not from a table written here, and not from the
+ * database's locale, so the result does not depend on lc_ctype.  ICU 72
+ * implements Unicode 15.0 while Python 3.11 has Unicode 14.0; a character
+ * first assigned after 14.0 is, for Python, unassigned: not whitespace, not
+ * cased, not case-ignorable, its own lower case.  It is treated so here
+ * (u_charAge), which keeps the two equal on every code point.  Values that
+ * are ASCII, nearly all of them, never reach ICU.
+ *
+ * kafka_lake is stricter than the seed where the seed loses or cannot use
+ * data (README, "The contract and the seed's pipeline"): a duplicate member
+ * name, integers beyond int64, values over the size limit, NUL characters
+ * and unpaired surrogates in strings, a date not written YYYY-MM-DD, and a
+ * timestamp whose offset is 16 hours or more (PostgreSQL's timestamptz
+ * reads offsets up to 15:59:59; Python's go to 23:59:59.999999).  Booleans
+ * and numbers with a fraction or an exponent are not integers.
+ *
+ * OFF THE BACKEND'S ALLOCATOR (WHY THE ARENA)
+ *
+ * Judging a record (kl_contract_judge and everything below it) calls no
+ * PostgreSQL function that allocates, reports, or looks anything up: no
+ * palloc, ereport, elog, syscache or fmgr, so that the work can move to a
+ * thread of its own while every PostgreSQL call stays on the backend's.
+ * It writes into two KlArenas the caller provides (plain malloc()'d chunks:
+ * "scratch", reset per record, and "out", which keeps the events and
+ * reasons of a window); an allocation that fails makes it return
+ * kl_judge_out_of_memory, which the caller reports.  What it does call is
+ * pure: json.c's reader and escaper, ICU, libc (snprintf is PostgreSQL's
+ * port of it, which keeps no state), PostgreSQL's UTF-8 verifier, date2j,
+ * and the time zone rules of a pg_tz looked up when the contract was
+ * compiled (pg_next_dst_boundary reads them, nothing more).  The compiled
+ * contract is built on the backend and only read afterwards; the ICU case
+ * map is opened by kl_contract_prepare before any record is judged.
+ *
+ * The one exception is "pattern": PostgreSQL's regular expressions keep
+ * global state (the collation of the last regcomp/regexec) and allocate
+ * the wide-character copy of the string with palloc.  Every pattern check
+ * goes through kl_pattern_match, and nothing else in this file calls
+ * PostgreSQL, so that a threaded caller can route exactly those checks to
+ * the backend's thread.
+ *
+ * THE TIMESTAMP PARSER
+ *
+ * kl_parse_iso_timestamp reads exactly the strings Python 3.11's
+ * datetime.fromisoformat reads once "Z" became "+00:00", with their quirks
+ * (checked against Python on thousands of strings by the test suite):
+ * dates YYYY-MM-DD, YYYYMMDD, YYYY-Www[-D] and YYYYWww[D] (ISO weeks);
+ * any one character between date and time; times hh, hh:mm, hhmm,
+ * hh:mm:ss, hhmmss, each optionally followed by a fraction after "." or
+ * "," of any length (digits beyond six are dropped by Python); offsets
+ * +hh, +hhmm, +hh:mm, +hhmmss, +hh:mm:ss with their own fraction.  Its
+ * result is the instant and the date as written.  For the instant,
+ * fraction digits beyond microseconds are rounded as timestamptz_in
+ * rounds them (Python truncates), so that wherever a cast of the text
+ * reads the string too, the two agree; the cast reads fewer forms (no ISO
+ * weeks, no hour alone, no comma fraction), which is why the bridge and
+ * the foreign table never cast.  Reading what was landed (landed = true)
+ * also takes the trailing lower-case "z" that kafka_lake 1.0 accepted, so
+ * its landings still read and bridge the same.
+ *
+ * IDENTIFICATION
+ *	  src/contract/contract.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include <unicode/uchar.h>
+#include <unicode/ucasemap.h>
+#include <unicode/utf8.h>
+
+#include "catalog/pg_collation.h"
+#include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgtime.h"
+#include "regex/regex.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/memutils.h"
+
+#include "base/json.h"
+#include "contract/contract.h"
+
+const char	kl_judge_out_of_memory[] = "out of memory while judging the record";
+
+/* ----------------------------------------------------------------
+ *		The arena
+ * ----------------------------------------------------------------
+ */
+
+struct KlPoolChunk
+{
+	KlPoolChunk *next;
+	size_t		size;			/* bytes in data */
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+};
+
+#define KL_POOL_ALIGN(n)	(((n) + 7) & ~((size_t) 7))
+
+/*
+ * kl_pool_free
+ *		Release every chunk (a memory context reset callback).
+ */
+static void
+kl_pool_free(void *arg)
+{
+	KlPool    *a = (KlPool *) arg;
+	KlPoolChunk *c = a->first;
+
+	while (c != NULL)
+	{
+		KlPoolChunk *next = c->next;
+
+		free(c);
+		c = next;
+	}
+	a->first = a->current = NULL;
+	a->top = a->end = NULL;
+}
+
+/*
+ * kl_pool_create
+ *		An empty arena whose chunks are released when owner is reset or
+ *		deleted (an ERROR included).  Backend only.
+ */
+KlPool *
+kl_pool_create(MemoryContext owner, size_t chunk_size)
+{
+	KlPool    *a = MemoryContextAllocZero(owner, sizeof(KlPool));
+	MemoryContextCallback *cb = MemoryContextAllocZero(owner, sizeof(MemoryContextCallback));
+
+	a->chunk_size = Max(chunk_size, 4096);
+	cb->func = kl_pool_free;
+	cb->arg = a;
+	MemoryContextRegisterResetCallback(owner, cb);
+	return a;
+}
+
+/*
+ * kl_pool_reset
+ *		Forget everything handed out; keep the chunks for what comes next.
+ */
+void
+kl_pool_reset(KlPool *a)
+{
+	a->current = a->first;
+	a->top = a->first ? a->first->data : NULL;
+	a->end = a->first ? a->first->data + a->first->size : NULL;
+	a->failed = false;
+}
+
+/*
+ * kl_pool_alloc
+ *		n bytes, 8-aligned; NULL (and failed set) when malloc() fails.
+ */
+void *
+kl_pool_alloc(KlPool *a, size_t n)
+{
+	char	   *p;
+
+	n = KL_POOL_ALIGN(Max(n, 1));
+	if (a->top == NULL || (size_t) (a->end - a->top) < n)
+	{
+		KlPoolChunk *next = a->current ? a->current->next : a->first;
+
+		/* the next kept chunk, if it is big enough; else a new one here */
+		if (next == NULL || next->size < n)
+		{
+			size_t		size = Max(a->chunk_size, n);
+			KlPoolChunk *c = malloc(offsetof(KlPoolChunk, data) + size);
+
+			if (c == NULL)
+			{
+				a->failed = true;
+				return NULL;
+			}
+			c->size = size;
+			c->next = next;
+			if (a->current)
+				a->current->next = c;
+			else
+				a->first = c;
+			next = c;
+		}
+		a->current = next;
+		a->top = next->data;
+		a->end = next->data + next->size;
+	}
+	p = a->top;
+	a->top += n;
+	return p;
+}
+
+/*
+ * kl_pool_strdup
+ *		A NUL-terminated copy of s[0..len).
+ */
+char *
+kl_pool_strdup(KlPool *a, const char *s, size_t len)
+{
+	char	   *p = kl_pool_alloc(a, len + 1);
+
+	if (p == NULL)
+		return NULL;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
+/*
+ * A growing buffer in an arena: what a judgement renders into.  It moves to
+ * a bigger place when it fills; the old place is left to the arena's reset.
+ */
+typedef struct KlBuf
+{
+	KlPool    *arena;
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} KlBuf;
+
+/*
+ * kl_buf_init, kl_buf_reserve
+ *		Start a buffer; make room for n more bytes (false: out of memory).
+ */
+static bool
+kl_buf_init(KlBuf *b, KlPool *a, size_t cap)
+{
+	b->arena = a;
+	b->len = 0;
+	b->cap = Max(cap, 64);
+	b->data = kl_pool_alloc(a, b->cap);
+	return b->data != NULL;
+}
+
+static bool
+kl_buf_reserve(KlBuf *b, size_t n)
+{
+	char	   *data;
+	size_t		cap;
+
+	if (b->len + n <= b->cap)
+		return true;
+	cap = Max(b->cap * 2, b->len + n);
+	data = kl_pool_alloc(b->arena, cap);
+	if (data == NULL)
+		return false;
+	memcpy(data, b->data, b->len);
+	b->data = data;
+	b->cap = cap;
+	return true;
+}
+
+static inline bool
+kl_buf_append(KlBuf *b, const char *s, size_t n)
+{
+	if (!kl_buf_reserve(b, n))
+		return false;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	return true;
+}
+
+
+/* ----------------------------------------------------------------
+ *		str.strip() and str.lower(), as Python 3.11 has them
+ * ----------------------------------------------------------------
+ */
+
+/* the Unicode version of Python 3.11's character database */
+#define KL_PY_UNICODE_MAJOR		14
+#define KL_PY_UNICODE_MINOR		0
+
+/* str.isspace() of the ASCII characters: \t \n \v \f \r, U+001C..U+001F, space */
+static const bool kl_ascii_space[128] = {
+	[0x09] = true,[0x0A] = true,[0x0B] = true,[0x0C] = true,[0x0D] = true,
+	[0x1C] = true,[0x1D] = true,[0x1E] = true,[0x1F] = true,[0x20] = true
+};
+
+/*
+ * kl_py_unassigned
+ *		Was c assigned after Python 3.11's Unicode version (so that Python
+ *		knows nothing about it)?
+ */
+static bool
+kl_py_unassigned(UChar32 c)
+{
+	UVersionInfo age;
+
+	u_charAge(c, age);
+	return age[0] > KL_PY_UNICODE_MAJOR ||
+		(age[0] == KL_PY_UNICODE_MAJOR && age[1] > KL_PY_UNICODE_MINOR);
+}
+
+/*
+ * kl_py_isspace
+ *		str.isspace() of one character: bidi class WS, B or S, or general
+ *		category Zs.
+ */
+static bool
+kl_py_isspace(UChar32 c)
+{
+	UCharDirection dir;
+
+	if (c < 0x80)
+		return kl_ascii_space[c];
+	if (kl_py_unassigned(c))
+		return false;
+	dir = u_charDirection(c);
+	return dir == U_WHITE_SPACE_NEUTRAL || dir == U_BLOCK_SEPARATOR ||
+		dir == U_SEGMENT_SEPARATOR || u_charType(c) == U_SPACE_SEPARATOR;
+}
+
+/*
+ * kl_py_strip
+ *		Narrow [*start, *end) of valid UTF-8 as str.strip() does.
+ */
+static void
+kl_py_strip(char **start, char **end)
+{
+	char	   *s = *start;
+	char	   *e = *end;
+
+	while (s < e)
+	{
+		unsigned char c = *s;
+
+		if (c < 0x80)
+		{
+			if (!kl_ascii_space[c])
+				break;
+			s++;
+		}
+		else
+		{
+			int32_t		i = 0;
+			UChar32		cp;
+
+			U8_NEXT(s, i, e - s, cp);
+			if (!kl_py_isspace(cp))
+				break;
+			s += i;
+		}
+	}
+	while (e > s)
+	{
+		unsigned char c = e[-1];
+
+		if (c < 0x80)
+		{
+			if (!kl_ascii_space[c])
+				break;
+			e--;
+		}
+		else
+		{
+			int32_t		i = e - s;
+			UChar32		cp;
+
+			U8_PREV(s, 0, i, cp);
+			if (!kl_py_isspace(cp))
+				break;
+			e = s + i;
+		}
+	}
+	*start = s;
+	*end = e;
+}
+
+/*
+ * kl_py_case_class
+ *		What Python's Final_Sigma test sees in a character: 'i' for
+ *		case-ignorable (skipped), 'c' for cased, 'o' for anything else.
+ */
+static char
+kl_py_case_class(UChar32 c)
+{
+	if (kl_py_unassigned(c))
+		return 'o';
+	if (u_hasBinaryProperty(c, UCHAR_CASE_IGNORABLE))
+		return 'i';
+	return u_hasBinaryProperty(c, UCHAR_CASED) ? 'c' : 'o';
+}
+
+/*
+ * kl_py_final_sigma
+ *		Is the capital sigma at s[at..after) final, as str.lower() decides:
+ *		preceded by a cased character and not followed by one, skipping
+ *		case-ignorable characters both ways?
+ */
+static bool
+kl_py_final_sigma(const char *s, int32_t len, int32_t at, int32_t after)
+{
+	int32_t		i = at;
+	UChar32		c;
+	char		cls = 'o';
+
+	while (i > 0)
+	{
+		U8_PREV(s, 0, i, c);
+		if ((cls = kl_py_case_class(c)) != 'i')
+			break;
+	}
+	if (cls != 'c')
+		return false;
+	i = after;
+	while (i < len)
+	{
+		U8_NEXT(s, i, len, c);
+		if ((cls = kl_py_case_class(c)) != 'i')
+			return cls != 'c';
+	}
+	return true;
+}
+/* the ICU case map (root locale), opened by kl_contract_prepare */
+static UCaseMap *kl_casemap = NULL;
+
+/*
+ * kl_contract_prepare
+ *		What judging needs from the backend before the first record: ICU's
+ *		case map.  Called when a contract is compiled or looked up.
+ */
+void
+kl_contract_prepare(void)
+{
+	UErrorCode	status = U_ZERO_ERROR;
+
+	if (kl_casemap != NULL)
+		return;
+	kl_casemap = ucasemap_open("", 0, &status);
+	if (U_FAILURE(status))
+	{
+		kl_casemap = NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("could not open an ICU case map: %s", u_errorName(status)),
+				 errhint("The contract's \"lower\" normalisation needs ICU's case mapping data (the libicu package PostgreSQL itself uses).")));
+	}
+}
+
+/*
+ * kl_icu_lower
+ *		Append ICU's full lower-case mapping (root locale) of s[0..len) to
+ *		b; false when out of memory (or ICU failed).
+ */
+static bool
+kl_icu_lower(KlBuf *b, const char *s, int32_t len)
+{
+	UErrorCode	status = U_ZERO_ERROR;
+	int32_t		n;
+
+	if (kl_casemap == NULL)
+		return false;
+	/* a lower case is at most 3 bytes for 2 (İ); leave room for more */
+	if (!kl_buf_reserve(b, (size_t) len * 2 + 1))
+		return false;
+	n = ucasemap_utf8ToLower(kl_casemap, b->data + b->len, b->cap - b->len - 1,
+							 s, len, &status);
+	if (status == U_BUFFER_OVERFLOW_ERROR)
+	{
+		status = U_ZERO_ERROR;
+		if (!kl_buf_reserve(b, (size_t) n + 1))
+			return false;
+		n = ucasemap_utf8ToLower(kl_casemap, b->data + b->len, b->cap - b->len - 1,
+								 s, len, &status);
+	}
+	if (U_FAILURE(status))
+		return false;
+	b->len += n;
+	return true;
+}
+
+/*
+ * kl_py_lower
+ *		str.lower() of valid UTF-8 s[0..len) into b.  Runs without a capital
+ *		sigma or a character Python does not know go to ICU whole (the root
+ *		locale's full mapping is context-free there); a sigma is decided by
+ *		Python's Final_Sigma rule, and an unknown character is copied.
+ */
+static bool
+kl_py_lower(KlBuf *b, const char *s, int32_t len)
+{
+	int32_t		i = 0;
+	int32_t		run = 0;
+
+	while (i < len)
+	{
+		int32_t		at = i;
+		UChar32		c;
+
+		if ((unsigned char) s[i] < 0x80)
+		{
+			i++;
+			continue;
+		}
+		U8_NEXT(s, i, len, c);
+		if (c != 0x03A3 && !kl_py_unassigned(c))
+			continue;
+		if (at > run && !kl_icu_lower(b, s + run, at - run))
+			return false;
+		if (c == 0x03A3)
+		{
+			/* U+03C2 final small sigma, U+03C3 small sigma */
+			if (!kl_buf_append(b, kl_py_final_sigma(s, len, at, i) ? "\xcf\x82" : "\xcf\x83", 2))
+				return false;
+		}
+		else if (!kl_buf_append(b, s + at, i - at))
+			return false;
+		run = i;
+	}
+	if (len > run)
+		return kl_icu_lower(b, s + run, len - run);
+	return true;
+}
+
+
+/*
+ * kl_utf8_clip
+ *		The length of the longest prefix of s (valid UTF-8) of at most max
+ *		bytes that ends on a character boundary.
+ */
+static int
+kl_utf8_clip(const char *s, int len, int max)
+{
+	if (len <= max)
+		return len;
+	while (max > 0 && ((unsigned char) s[max] & 0xC0) == 0x80)
+		max--;
+	return max;
+}
+
+/*
+ * kl_digits
+ *		Value of n decimal digits at p, or -1.
+ */
+static int
+kl_digits(const char *p, int n)
+{
+	int			v = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	return v;
+}
+
+/*
+ * kl_parse_iso_date
+ *		Parse YYYY-MM-DD into a DateADT; false when it is not a real day.
+ */
+bool
+kl_parse_iso_date(const char *s, int len, DateADT *result)
+{
+	int			y,
+				m,
+				d;
+
+	if (len != 10 || s[4] != '-' || s[7] != '-')
+		return false;
+	y = kl_digits(s, 4);
+	m = kl_digits(s + 5, 2);
+	d = kl_digits(s + 8, 2);
+	if (y < 1 || m < 1 || m > 12 || d < 1)
+		return false;
+	if (d > day_tab[isleap(y)][m - 1])
+		return false;
+	*result = date2j(y, m, d) - POSTGRES_EPOCH_JDATE;
+	return true;
+}
+
+/* ----------------------------------------------------------------
+ *		datetime.fromisoformat, as Python 3.11 has it
+ *
+ * The functions below walk a NUL-terminated copy of the string (where
+ * every "Z" became "+00:00") the way Python's C implementation walks its
+ * UTF-8: a digit read stops at the first non-digit, the terminator
+ * included, so nothing is read past the end.
+ * ----------------------------------------------------------------
+ */
+
+/* one time of day, or one offset, as read */
+typedef struct KlIsoClock
+{
+	int			hour;
+	int			minute;
+	int			second;
+	int			usec;			/* Python's: the first six fraction digits */
+	const char *frac;			/* every fraction digit, for rounding */
+	int			nfrac;
+} KlIsoClock;
+
+/*
+ * kl_iso_digits
+ *		Read n digits at *p into *v and advance; false at a non-digit.
+ */
+static inline bool
+kl_iso_digits(const char **p, int n, int *v)
+{
+	int			r = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		unsigned int d = (unsigned char) (*p)[i] - '0';
+
+		if (d > 9)
+			return false;
+		r = r * 10 + d;
+	}
+	*p += n;
+	*v = r;
+	return true;
+}
+
+#define kl_iso_isdigit(c)	((unsigned int) ((unsigned char) (c) - '0') < 10)
+
+/*
+ * kl_iso_separator
+ *		Where the date ends and the one separator character stands, from
+ *		the shape of the date (b has n >= 7 bytes); -1 when no date fits.
+ *		As Python: "YYYY-MM-DD" 10, "YYYYMMDD" 8, "YYYY-Www" 8, "YYYY-Www-D"
+ *		10 (8 when a digit follows at 10: "YYYY-Www-hh..."), "YYYYWww" 7 or
+ *		"YYYYWwwD" 8 (by the parity of the digits that follow).
+ */
+static int
+kl_iso_separator(const char *b, int n)
+{
+	if (n == 7)
+		return 7;
+	if (b[4] == '-')
+	{
+		if (b[5] != 'W')
+			return 10;
+		if (n > 8 && b[8] == '-')
+		{
+			if (n == 9)
+				return -1;
+			return (n > 10 && kl_iso_isdigit(b[10])) ? 8 : 10;
+		}
+		return 8;
+	}
+	if (b[4] == 'W')
+	{
+		int			i = 7;
+
+		while (i < n && kl_iso_isdigit(b[i]))
+			i++;
+		if (i < 9)
+			return i;
+		return (i % 2 == 0) ? 7 : 8;
+	}
+	return 8;
+}
+
+/*
+ * kl_iso_week_date
+ *		The day of ISO week `week`, weekday `wday` (1 = Monday) of ISO year
+ *		`year`, as a Julian day; false when there is no such week or day.
+ */
+static bool
+kl_iso_week_date(int year, int week, int wday, int *jd)
+{
+	int			jan1;
+	int			first;			/* weekday of 1 January, 0 = Monday */
+	int			monday;
+
+	if (year < 1)
+		return false;
+	jan1 = date2j(year, 1, 1);
+	first = (j2day(jan1) + 6) % 7;
+	/* 53 weeks when the year starts on a Thursday, or a Wednesday in a leap year */
+	if (week < 1 || week > 53 ||
+		(week == 53 && !(first == 3 || (first == 2 && isleap(year)))))
+		return false;
+	if (wday < 1 || wday > 7)
+		return false;
+	monday = jan1 - first + (first > 3 ? 7 : 0);
+	*jd = monday + (week - 1) * 7 + wday - 1;
+	return true;
+}
+
+/*
+ * kl_iso_date
+ *		Read the date b[0..sep) as a Julian day; false when it is not one.
+ */
+static bool
+kl_iso_date(const char *b, int sep, int *jd)
+{
+	const char *p = b;
+	int			year,
+				month,
+				day;
+	bool		dash;
+
+	if (!kl_iso_digits(&p, 4, &year))
+		return false;
+	dash = (*p == '-');
+	if (dash)
+		p++;
+	if (*p == 'W')
+	{
+		int			week,
+					wday = 1;
+
+		p++;
+		if (!kl_iso_digits(&p, 2, &week))
+			return false;
+		if (p - b < sep)
+		{
+			if (dash && *p++ != '-')
+				return false;
+			if (!kl_iso_digits(&p, 1, &wday))
+				return false;
+		}
+		if (!kl_iso_week_date(year, week, wday, jd))
+			return false;
+		j2date(*jd, &year, &month, &day);
+		return year >= 1 && year <= 9999;
+	}
+	if (!kl_iso_digits(&p, 2, &month))
+		return false;
+	if (dash && *p++ != '-')
+		return false;
+	if (!kl_iso_digits(&p, 2, &day))
+		return false;
+	if (year < 1 || month < 1 || month > 12 || day < 1 ||
+		day > day_tab[isleap(year)][month - 1])
+		return false;
+	*jd = date2j(year, month, day);
+	return true;
+}
+
+/*
+ * kl_iso_clock
+ *		Read hh[[:]mm[[:]ss]][(.|,)fraction] from p up to end (a zone sign
+ *		or the terminator), as Python's parse_hh_mm_ss_ff does, quirks
+ *		included: a fraction may follow any component, a colon may stand
+ *		where the fraction's dot would, and digits after six are skipped.
+ *		Returns -1 when it is not a time, 1 when something is left before
+ *		end (Python accepts that only when a zone follows), 0 otherwise.
+ */
+static int
+kl_iso_clock(const char *p, const char *end, KlIsoClock *clk)
+{
+	int		   *parts[3] = {&clk->hour, &clk->minute, &clk->second};
+	bool		colons = true;
+	const char *f;
+	int			n;
+
+	clk->hour = clk->minute = clk->second = clk->usec = 0;
+	clk->frac = NULL;
+	clk->nfrac = 0;
+	for (int i = 0; i < 3; i++)
+	{
+		char		c;
+
+		if (!kl_iso_digits(&p, 2, parts[i]))
+			return -1;
+		c = *p++;
+		if (i == 0)
+			colons = (c == ':');
+		if (p >= end)
+			return c != '\0';
+		if (colons && c == ':')
+			continue;
+		if (c == '.' || c == ',')
+			break;
+		if (colons)
+			return -1;
+		p--;
+	}
+	/* the fraction: up to six digits count, more are skipped */
+	n = Min(end - p, 6);
+	f = p;
+	if (!kl_iso_digits(&p, n, &clk->usec))
+		return -1;
+	for (int i = n; i < 6; i++)
+		clk->usec *= 10;
+	while (kl_iso_isdigit(*p))
+		p++;
+	clk->frac = f;
+	clk->nfrac = p - f;
+	return *p != '\0';
+}
+
+/*
+ * kl_iso_fraction_usec
+ *		Microseconds of a fraction's digits, rounded as timestamptz_in
+ *		rounds them (strtod, then rint).  The digits lie in the parser's own
+ *		copy of the string, preceded by their separator: strtod reads them
+ *		in place, the separator made a '.' and a terminator put after them
+ *		for the time of the call (no allocation).
+ */
+static int64
+kl_iso_fraction_usec(const char *digits, int n)
+{
+	char	   *start = (char *) digits - 1;
+	char	   *stop = (char *) digits + n;
+	char		sep = *start;
+	char		after = *stop;
+	double		frac;
+
+	*start = '.';
+	*stop = '\0';
+	frac = strtod(start, NULL);
+	*start = sep;
+	*stop = after;
+	return (int64) rint(frac * 1000000.0);
+}
+
+/*
+ * kl_iso_buffer_size
+ *		The bytes kl_parse_iso_timestamp_buf needs for s: s with every "Z"
+ *		(and a landed final "z") made "+00:00", and a terminator.
+ */
+static size_t
+kl_iso_buffer_size(const char *s, int len)
+{
+	int			nz = 1;			/* a landed final "z", perhaps */
+	const char *p = s;
+	const char *end = s + len;
+
+	while ((p = memchr(p, 'Z', end - p)) != NULL)
+	{
+		nz++;
+		p++;
+	}
+	return (size_t) len + 5 * nz + 1;
+}
+
+/*
+ * kl_parse_iso_timestamp
+ *		Judge an event_time as the seed does: datetime.fromisoformat of s
+ *		with every "Z" replaced by "+00:00", a zone required.  On
+ *		KL_ISO_VALID, *instant is the instant it names and *written_day (if
+ *		not NULL) the calendar day written in it.  A zone of 16 hours or
+ *		more is KL_ISO_OFFSET_RANGE: Python reads it, timestamptz does not.
+ *		landed: reading a value kafka_lake landed, which may end in the
+ *		lower-case "z" that version 1.0 accepted as UTC.
+ */
+static KlIsoVerdict
+kl_parse_iso_timestamp_buf(const char *s, int len, bool landed, TimestampTz *instant,
+						   DateADT *written_day, char *b)
+{
+	const char *z;
+	int			n = 0;
+	int			sep;
+	int			jd;
+	const char *p;
+	const char *end;
+	const char *zone;
+	KlIsoClock	clk;
+	KlIsoClock	off;
+	int			rv;
+	int64		offset_usec = 0;
+	int64		usec;
+	KlIsoVerdict verdict = KL_ISO_INVALID;
+
+	if (len < 7)
+		return KL_ISO_INVALID;
+	/* s with every "Z" (and a landed final "z") replaced, NUL-terminated */
+	z = memchr(s, 'Z', len);
+	if (z == NULL && landed && s[len - 1] == 'z')
+		z = s + len - 1;
+	if (z == NULL || z == s + len - 1)
+	{
+		/* no "Z", or only at the end: the common forms, copied at once */
+		n = (z == NULL) ? len : len - 1;
+		memcpy(b, s, n);
+		if (z != NULL)
+		{
+			memcpy(b + n, "+00:00", 6);
+			n += 6;
+		}
+	}
+	else
+	{
+		for (int i = 0; i < len; i++)
+		{
+			if (s[i] == 'Z' || (landed && i == len - 1 && s[i] == 'z'))
+			{
+				memcpy(b + n, "+00:00", 6);
+				n += 6;
+			}
+			else
+				b[n++] = s[i];
+		}
+	}
+	b[n] = '\0';
+
+	/* the date, and one character of any kind after it */
+	sep = kl_iso_separator(b, n);
+	if (sep < 0 || !kl_iso_date(b, sep, &jd))
+		goto done;
+	if (n == sep)
+	{
+		verdict = KL_ISO_NO_ZONE;
+		goto done;
+	}
+	p = b + sep;
+	if (((unsigned char) *p & 0x80) == 0)
+		p += 1;
+	else if (((unsigned char) *p & 0xF0) == 0xE0)
+		p += 3;
+	else if (((unsigned char) *p & 0xF0) == 0xF0)
+		p += 4;
+	else
+		p += 2;
+	end = b + n;
+	if (p >= end)
+		goto done;
+
+	/* the time, up to the first sign */
+	for (zone = p; zone < end && *zone != '+' && *zone != '-'; zone++)
+		;
+	rv = kl_iso_clock(p, zone, &clk);
+	if (rv < 0 || (zone == end && rv == 1))
+		goto done;
+	if (clk.hour > 23 || clk.minute > 59 || clk.second > 59)
+		goto done;
+	if (zone == end)
+	{
+		verdict = KL_ISO_NO_ZONE;
+		goto done;
+	}
+
+	/* the zone: it must end the string; an offset of whole zero seconds is UTC */
+	if (kl_iso_clock(zone + 1, end, &off) != 0)
+		goto done;
+	offset_usec = (int64) off.hour * 3600 + off.minute * 60 + off.second;
+	if (offset_usec != 0)
+		offset_usec = offset_usec * USECS_PER_SEC + off.usec;
+	if (*zone == '-')
+		offset_usec = -offset_usec;
+	if (offset_usec <= -USECS_PER_DAY || offset_usec >= USECS_PER_DAY)
+		goto done;
+	if (offset_usec <= -16 * USECS_PER_HOUR || offset_usec >= 16 * USECS_PER_HOUR)
+	{
+		verdict = KL_ISO_OFFSET_RANGE;
+		goto done;
+	}
+
+	usec = (clk.nfrac <= 6) ? clk.usec : kl_iso_fraction_usec(clk.frac, clk.nfrac);
+	*instant = ((int64) (jd - POSTGRES_EPOCH_JDATE) * SECS_PER_DAY + clk.hour * 3600 +
+				clk.minute * 60 + clk.second) * USECS_PER_SEC + usec - offset_usec;
+	if (written_day)
+		*written_day = jd - POSTGRES_EPOCH_JDATE;
+	verdict = KL_ISO_VALID;
+
+done:
+	return verdict;
+}
+
+/*
+ * kl_parse_iso_timestamp
+ *		kl_parse_iso_timestamp_buf with a buffer of its own (a small one on
+ *		the stack, nearly always).  Backend only.
+ */
+KlIsoVerdict
+kl_parse_iso_timestamp(const char *s, int len, bool landed, TimestampTz *instant,
+					   DateADT *written_day)
+{
+	char		small[128];
+	size_t		need;
+	char	   *b;
+	KlIsoVerdict verdict;
+
+	if (len < 7)
+		return KL_ISO_INVALID;
+	need = kl_iso_buffer_size(s, len);
+	b = (need <= sizeof(small)) ? small : palloc(need);
+	verdict = kl_parse_iso_timestamp_buf(s, len, landed, instant, written_day, b);
+	if (b != small)
+		pfree(b);
+	return verdict;
+}
+
+/*
+ * kl_parse_event_time
+ *		The instant a landed event_time names; false when it names none.
+ *		The rule of the bridge's natural key and of the foreign table's
+ *		fast path to timestamptz.
+ */
+bool
+kl_parse_event_time(const char *s, int len, TimestampTz *result)
+{
+	return kl_parse_iso_timestamp(s, len, true, result, NULL) == KL_ISO_VALID;
+}
+
+/*
+ * kl_json_event_time
+ *		kl_parse_event_time of a JSON string, decoded first when it has
+ *		escapes (a separator outside ASCII is landed as \uXXXX).
+ */
+bool
+kl_json_event_time(const KlJsonValue *v, TimestampTz *result)
+{
+	StringInfoData buf;
+	bool		ok;
+
+	if (v->type != KL_JSON_STRING)
+		return false;
+	if (!v->has_escapes)
+		return kl_parse_event_time(v->start + 1, v->len - 2, result);
+	initStringInfo(&buf);
+	kl_json_decode_string(v, &buf);
+	ok = kl_parse_event_time(buf.data, buf.len, result);
+	pfree(buf.data);
+	return ok;
+}
+
+/*
+ * kl_date_in_zone
+ *		The calendar day of instant t in zone tz: the zone's offset at t,
+ *		read from its rules without PostgreSQL's static struct pg_tm (so it
+ *		is safe off the backend's thread).  false when the zone cannot say
+ *		(t beyond its rules).
+ */
+bool
+kl_date_in_zone(TimestampTz t, const pg_tz *tz, DateADT *day)
+{
+	int64		secs = t / USECS_PER_SEC - (t % USECS_PER_SEC < 0 ? 1 : 0);
+	pg_time_t	tt = (pg_time_t) (secs + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
+	long int	before_gmtoff,
+				after_gmtoff;
+	int			before_isdst,
+				after_isdst;
+	pg_time_t	boundary;
+	int64		local;
+
+	if (pg_next_dst_boundary(&tt, &before_gmtoff, &before_isdst, &boundary,
+							 &after_gmtoff, &after_isdst, tz) < 0)
+		return false;
+	local = (int64) tt + before_gmtoff;
+	*day = (DateADT) ((local >= 0 ? local / SECS_PER_DAY : -((-local + SECS_PER_DAY - 1) / SECS_PER_DAY)) +
+					  (UNIX_EPOCH_JDATE - POSTGRES_EPOCH_JDATE));
+	return true;
+}
+
+/* ----------------------------------------------------------------
+ *		Numbers, exactly
+ * ----------------------------------------------------------------
+ */
+
+/* A JSON number as 0.<digits> x 10^exp10, its digits in two runs */
+typedef struct KlNumParts
+{
+	bool		neg;
+	bool		zero;
+	const char *run1;			/* integer digits */
+	int			len1;
+	const char *run2;			/* fraction digits */
+	int			len2;
+	int			skip;			/* leading zeros of run1 ++ run2 */
+	int64		exp10;
+} KlNumParts;
+
+/*
+ * kl_num_parts
+ *		Take a valid JSON number apart.
+ */
+static void
+kl_num_parts(const char *s, size_t len, KlNumParts *n)
+{
+	const char *p = s;
+	const char *end = s + len;
+	int64		e = 0;
+	bool		eneg = false;
+	int			total;
+
+	memset(n, 0, sizeof(*n));
+	if (p < end && *p == '-')
+	{
+		n->neg = true;
+		p++;
+	}
+	n->run1 = p;
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	n->len1 = p - n->run1;
+	n->run2 = p;
+	if (p < end && *p == '.')
+	{
+		p++;
+		n->run2 = p;
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+		n->len2 = p - n->run2;
+	}
+	if (p < end && (*p == 'e' || *p == 'E'))
+	{
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			eneg = (*p++ == '-');
+		for (; p < end && *p >= '0' && *p <= '9'; p++)
+			e = Min(e * 10 + (*p - '0'), (int64) 1000000000000000);
+	}
+	total = n->len1 + n->len2;
+	while (n->skip < total &&
+		   (n->skip < n->len1 ? n->run1[n->skip] : n->run2[n->skip - n->len1]) == '0')
+		n->skip++;
+	n->zero = (n->skip == total);
+	n->exp10 = n->len1 - n->skip + (eneg ? -e : e);
+}
+
+/*
+ * kl_num_digit
+ *		The k-th significant digit ('0' past the end).
+ */
+static inline char
+kl_num_digit(const KlNumParts *n, int k)
+{
+	int			i = n->skip + k;
+
+	if (i < n->len1)
+		return n->run1[i];
+	i -= n->len1;
+	return i < n->len2 ? n->run2[i] : '0';
+}
+
+/*
+ * kl_number_cmp
+ *		Compare two valid JSON numbers by value, exactly (no rounding to
+ *		double): <0, 0, >0.
+ */
+int
+kl_number_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	KlNumParts x,
+				y;
+	int			sign;
+	int			nd;
+
+	kl_num_parts(a, alen, &x);
+	kl_num_parts(b, blen, &y);
+	if (x.zero && y.zero)
+		return 0;
+	if (x.zero)
+		return y.neg ? 1 : -1;
+	if (y.zero)
+		return x.neg ? -1 : 1;
+	if (x.neg != y.neg)
+		return x.neg ? -1 : 1;
+	sign = x.neg ? -1 : 1;
+	if (x.exp10 != y.exp10)
+		return x.exp10 > y.exp10 ? sign : -sign;
+	nd = Max(x.len1 + x.len2 - x.skip, y.len1 + y.len2 - y.skip);
+	for (int k = 0; k < nd; k++)
+	{
+		char		dx = kl_num_digit(&x, k);
+		char		dy = kl_num_digit(&y, k);
+
+		if (dx != dy)
+			return dx > dy ? sign : -sign;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------
+ *		The pattern: the one place that calls PostgreSQL
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_regex_failed
+ *		A regular expression call returned rc, neither a match nor none: a
+ *		cancel or timeout the engine noticed (REG_CANCEL) is the interrupt
+ *		it is (57014, or the session's end), never a bad pattern; anything
+ *		else is the engine's own message in *msg.
+ */
+static void
+kl_regex_failed(int rc, regex_t *re, char *msg, size_t msglen)
+{
+	if (rc == REG_CANCEL)
+		CHECK_FOR_INTERRUPTS();
+	pg_regerror(rc, re, msg, msglen);
+}
+
+/*
+ * kl_pattern_compile
+ *		Compile a "pattern" with PostgreSQL's regular expressions (advanced
+ *		flavour, C collation: classes such as [[:alpha:]] are ASCII), into
+ *		s->pattern.  false with *error set when it does not compile.
+ *		s->pattern_unbounded is set for a pattern with back references or
+ *		lookahead/lookbehind constraints: the engine matches those by
+ *		backtracking or by rescanning the string at each position, in time
+ *		exponential or quadratic in the value's length (a 401-character value
+ *		against ^(.*)(.*)(.*)(.*)\1\2\3\4$ takes hours), while any other
+ *		pattern is matched by a DFA in time linear in it (about 16 ns a byte
+ *		here).  A definition may not have one (contract_define.c).  Backend
+ *		only.
+ */
+bool
+kl_pattern_compile(KlSchema *s, const char *pattern, int len, char **error)
+{
+	regex_t    *re = palloc0(sizeof(regex_t));
+	pg_wchar   *wide = palloc((len + 1) * sizeof(pg_wchar));
+	int			wlen = pg_mb2wchar_with_len(pattern, wide, len);
+	int			rc = pg_regcomp(re, wide, wlen, REG_ADVANCED, C_COLLATION_OID);
+
+	pfree(wide);
+	if (rc != REG_OKAY)
+	{
+		char		msg[256];
+
+		kl_regex_failed(rc, re, msg, sizeof(msg));
+		*error = pstrdup(msg);
+		return false;
+	}
+	s->pattern = re;
+	s->pattern_unbounded = (re->re_info & (REG_UBACKREF | REG_ULOOKAROUND)) != 0;
+	return true;
+}
+
+/*
+ * kl_pattern_match
+ *		Does the string match the field's pattern (anywhere, as JSON
+ *		Schema's pattern and PostgreSQL's ~ do)?  This is the one check
+ *		that calls PostgreSQL from a judgement (palloc for the wide
+ *		characters, the regex engine's global collation state): a caller
+ *		that judges off the backend's thread routes it there.  A cancel or
+ *		a timeout while the engine runs is raised as such.
+ */
+static bool
+kl_pattern_match(const KlSchema *s, const char *str, int len)
+{
+	pg_wchar   *wide = palloc((len + 1) * sizeof(pg_wchar));
+	int			wlen = pg_mb2wchar_with_len(str, wide, len);
+	int			rc = pg_regexec((regex_t *) s->pattern, wide, wlen, 0, NULL, 0, NULL, 0);
+
+	pfree(wide);
+	if (rc != REG_OKAY && rc != REG_NOMATCH)
+	{
+		char		msg[256];
+
+		kl_regex_failed(rc, (regex_t *) s->pattern, msg, sizeof(msg));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
+				 errmsg("pattern of field \"%s\" failed: %s", s->path, msg)));
+	}
+	return rc == REG_OKAY;
+}
+
+/* ----------------------------------------------------------------
+ *		Judging one record
+ * ----------------------------------------------------------------
+ */
+
+/* What a judgement keeps per property */
+typedef struct KlSlot
+{
+	bool		seen;
+	KlJsonValue v;				/* the member's value (a header's, made JSON) */
+	const char *out;			/* the value as the event writes it */
+	size_t		out_len;
+	const char *str;			/* strings: the normalised value; integers: text */
+	int			str_len;
+	bool		has_int;		/* an integer within int64 */
+	int64		ival;
+	bool		has_time;		/* format date: the DateADT; date-time: the instant */
+	int64		time;
+} KlSlot;
+
+/* A member additionalProperties lets in, or one of a value of no schema */
+typedef struct KlMember
+{
+	const char *name;			/* decoded */
+	int			name_len;
+	KlJsonValue v;
+	const char *out;
+	size_t		out_len;
+} KlMember;
+
+/* One judgement */
+typedef struct KlJudge
+{
+	KlPool    *out;			/* what outlives the record: reasons, the event */
+	KlPool    *scratch;		/* everything else, reset per record */
+	bool		has_nul_escape; /* the value holds a \u0000 somewhere */
+} KlJudge;
+
+#define KL_OOM	kl_judge_out_of_memory
+
+static const char *kl_judge_value(KlJudge *j, const KlSchema *s, const char *path, KlSlot *slot);
+static const char *kl_canonical(KlJudge *j, const KlJsonValue *v, const char *path,
+								const char **out, size_t *out_len);
+
+/*
+ * kl_msg
+ *		A reason, formatted into the output arena.
+ */
+static const char *
+kl_msg(KlJudge *j, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static const char *
+kl_msg(KlJudge *j, const char *fmt,...)
+{
+	va_list		ap;
+	char		small[256];
+	int			n;
+	char	   *m;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (m = kl_pool_alloc(j->out, n + 1)) == NULL)
+		return KL_OOM;
+	if (n < (int) sizeof(small))
+		memcpy(m, small, n + 1);
+	else
+	{
+		va_start(ap, fmt);
+		vsnprintf(m, n + 1, fmt, ap);
+		va_end(ap);
+	}
+	return m;
+}
+
+/*
+ * kl_json_type_word
+ *		How a violation names the JSON type that was found.
+ */
+static const char *
+kl_json_type_word(const KlJsonValue *v)
+{
+	switch (v->type)
+	{
+		case KL_JSON_NULL:
+			return "null";
+		case KL_JSON_TRUE:
+		case KL_JSON_FALSE:
+			return "a boolean";
+		case KL_JSON_NUMBER:
+			return v->is_integer ? "an integer" : "a number with a fraction or exponent";
+		case KL_JSON_STRING:
+			return "a string";
+		case KL_JSON_ARRAY:
+			return "an array";
+		case KL_JSON_OBJECT:
+			return "an object";
+	}
+	return "a value";
+}
+
+/*
+ * kl_type_bits
+ *		The KL_TYPE_* a value is (an integer is a number too).
+ */
+static inline int
+kl_type_bits(const KlJsonValue *v)
+{
+	switch (v->type)
+	{
+		case KL_JSON_NULL:
+			return KL_TYPE_NULL;
+		case KL_JSON_TRUE:
+		case KL_JSON_FALSE:
+			return KL_TYPE_BOOLEAN;
+		case KL_JSON_NUMBER:
+			return v->is_integer ? (KL_TYPE_INTEGER | KL_TYPE_NUMBER) : KL_TYPE_NUMBER;
+		case KL_JSON_STRING:
+			return KL_TYPE_STRING;
+		case KL_JSON_OBJECT:
+			return KL_TYPE_OBJECT;
+		case KL_JSON_ARRAY:
+			return KL_TYPE_ARRAY;
+	}
+	return 0;
+}
+
+/*
+ * kl_invalid_json
+ *		The reason for a value the JSON reader refused: a NUL byte or invalid
+ *		UTF-8 said as such, anything else with the reader's message.
+ */
+static const char *
+kl_invalid_json(KlJudge *j, const char *value, size_t len, const char *error, const char *at)
+{
+	if (memchr(value, '\0', len) != NULL)
+		return "value contains a NUL byte";
+	if (!kl_utf8_valid(value, len))
+		return "value is not valid UTF-8";
+	return kl_msg(j, "invalid JSON: %s at byte %d", error, (int) (at - value));
+}
+
+/*
+ * kl_child_path
+ *		"parent.name" (or name at the top), in scratch; NULL when out of
+ *		memory.
+ */
+static const char *
+kl_child_path(KlJudge *j, const char *parent, const char *name, int name_len)
+{
+	size_t		plen = parent ? strlen(parent) : 0;
+	char	   *p = kl_pool_alloc(j->scratch, plen + name_len + 2);
+
+	if (p == NULL)
+		return NULL;
+	if (parent)
+	{
+		memcpy(p, parent, plen);
+		p[plen++] = '.';
+	}
+	memcpy(p + plen, name, name_len);
+	p[plen + name_len] = '\0';
+	return p;
+}
+
+/*
+ * kl_key_name
+ *		A member's name, decoded (in scratch when it has escapes).
+ */
+static bool
+kl_key_name(KlJudge *j, const KlJsonValue *key, const char **name, int *len)
+{
+	char	   *buf;
+
+	if (!key->has_escapes)
+	{
+		*name = key->start + 1;
+		*len = key->len - 2;
+		return true;
+	}
+	buf = kl_pool_alloc(j->scratch, key->len);
+	if (buf == NULL)
+		return false;
+	*len = kl_json_decode_to(key, buf);
+	buf[*len] = '\0';
+	*name = buf;
+	return true;
+}
+
+/*
+ * kl_name_hash
+ *		FNV-1a of a member name (contract_define.c builds the table with it).
+ */
+static inline uint32
+kl_name_hash(const char *s, int len)
+{
+	uint32		h = 2166136261u;
+
+	for (int i = 0; i < len; i++)
+		h = (h ^ (unsigned char) s[i]) * 16777619u;
+	return h;
+}
+
+uint32
+kl_contract_name_hash(const char *s, int len)
+{
+	return kl_name_hash(s, len);
+}
+
+/*
+ * kl_lookup_prop
+ *		The property of an object schema that a decoded name names, or -1.
+ */
+static inline int
+kl_lookup_prop(const KlObjectSchema *o, const char *name, int len)
+{
+	uint32		mask = o->hash_size - 1;
+	uint32		h = kl_name_hash(name, len) & mask;
+
+	for (;;)
+	{
+		int			idx = o->hash[h];
+
+		if (idx < 0)
+			return -1;
+		if (o->props[idx].name_len == len && memcmp(o->props[idx].name, name, len) == 0)
+			return idx;
+		h = (h + 1) & mask;
+	}
+}
+
+/*
+ * kl_member_cmp
+ *		qsort order of members: their names' bytes (code point order).
+ */
+static int
+kl_member_cmp(const void *a, const void *b)
+{
+	const KlMember *x = a;
+	const KlMember *y = b;
+	int			c = memcmp(x->name, y->name, Min(x->name_len, y->name_len));
+
+	return c != 0 ? c : x->name_len - y->name_len;
+}
+
+/*
+ * kl_render_members
+ *		The object text {"a": ..., "b": ...} of the members the event keeps:
+ *		the schema's properties that were present (in name order) merged
+ *		with the others (sorted), into scratch.
+ */
+static const char *
+kl_render_members(KlJudge *j, const KlObjectSchema *o, const KlSlot *slots,
+				  const KlMember *extra, int nextra, const char **out, size_t *out_len)
+{
+	size_t		need = 2;
+	int			si = 0;
+	int			ei = 0;
+	bool		first = true;
+	char	   *buf;
+	char	   *p;
+
+	if (o != NULL)
+	{
+		for (int i = 0; i < o->nprops; i++)
+		{
+			if (slots[i].seen)
+				need += o->props[i].name_json_len + 4 + slots[i].out_len;
+		}
+	}
+	for (int i = 0; i < nextra; i++)
+		need += KL_JSON_ESCAPED_MAX(extra[i].name_len) + 4 + extra[i].out_len;
+	buf = kl_pool_alloc(j->scratch, need);
+	if (buf == NULL)
+		return KL_OOM;
+	p = buf;
+	*p++ = '{';
+	for (;;)
+	{
+		const KlSchema *s = NULL;
+		const KlSlot *slot = NULL;
+		const KlMember *m = NULL;
+
+		/* the next property present, by name */
+		while (o != NULL && si < o->nprops && !slots[o->sorted[si]].seen)
+			si++;
+		if (o != NULL && si < o->nprops)
+		{
+			s = &o->props[o->sorted[si]];
+			slot = &slots[o->sorted[si]];
+		}
+		if (ei < nextra)
+			m = &extra[ei];
+		if (s == NULL && m == NULL)
+			break;
+		if (s != NULL && m != NULL)
+		{
+			int			c = memcmp(s->name, m->name, Min(s->name_len, m->name_len));
+
+			if ((c != 0 ? c : s->name_len - m->name_len) < 0)
+				m = NULL;
+			else
+				s = NULL;
+		}
+		if (!first)
+		{
+			*p++ = ',';
+			*p++ = ' ';
+		}
+		first = false;
+		if (s != NULL)
+		{
+			memcpy(p, s->name_json, s->name_json_len);
+			p += s->name_json_len;
+			*p++ = ':';
+			*p++ = ' ';
+			memcpy(p, slot->out, slot->out_len);
+			p += slot->out_len;
+			si++;
+		}
+		else
+		{
+			p += kl_json_escape_to(p, m->name, m->name_len);
+			*p++ = ':';
+			*p++ = ' ';
+			memcpy(p, m->out, m->out_len);
+			p += m->out_len;
+			ei++;
+		}
+	}
+	*p++ = '}';
+	*out = buf;
+	*out_len = p - buf;
+	return NULL;
+}
+
+/*
+ * kl_canonical_string
+ *		A string of no schema, decoded and escaped again; NUL refused.
+ */
+static const char *
+kl_canonical_string(KlJudge *j, const KlJsonValue *v, const char *path,
+					const char **out, size_t *out_len)
+{
+	char	   *dec;
+	size_t		n;
+	char	   *esc;
+
+	if (!v->has_escapes)
+	{
+		/* as written: the reader let in only what json.dumps writes as is */
+		bool		plain = true;
+
+		for (size_t i = 1; i + 1 < v->len && plain; i++)
+			plain = ((unsigned char) v->start[i] < 0x7F);
+		if (plain)
+		{
+			*out = v->start;
+			*out_len = v->len;
+			return NULL;
+		}
+	}
+	if (j->has_nul_escape && memmem(v->start, v->len, "\\u0000", 6) != NULL)
+		return kl_msg(j, "field \"%s\" contains a NUL character", path);
+	dec = kl_pool_alloc(j->scratch, v->len);
+	if (dec == NULL)
+		return KL_OOM;
+	n = kl_json_decode_to(v, dec);
+	esc = kl_pool_alloc(j->scratch, KL_JSON_ESCAPED_MAX(n));
+	if (esc == NULL)
+		return KL_OOM;
+	*out = esc;
+	*out_len = kl_json_escape_to(esc, dec, n);
+	return NULL;
+}
+
+/*
+ * kl_collect_members
+ *		The members of an object value of no schema, names decoded and
+ *		sorted, values made canonical; a name given twice, or holding a NUL,
+ *		is refused.
+ */
+static const char *
+kl_collect_members(KlJudge *j, const KlJsonValue *v, const char *path,
+				   KlMember **members, int *n)
+{
+	KlJsonReader it;
+	KlJsonValue key;
+	KlJsonValue val;
+	int			cap = 8;
+	KlMember   *m = kl_pool_alloc(j->scratch, sizeof(KlMember) * cap);
+
+	*n = 0;
+	if (m == NULL)
+		return KL_OOM;
+	kl_json_object_open(&it, v->start, v->start + v->len, KL_JSON_MAX_DEPTH);
+	while (kl_json_object_next(&it, &key, &val))
+	{
+		if (*n == cap)
+		{
+			KlMember   *bigger = kl_pool_alloc(j->scratch, sizeof(KlMember) * cap * 2);
+
+			if (bigger == NULL)
+				return KL_OOM;
+			memcpy(bigger, m, sizeof(KlMember) * cap);
+			m = bigger;
+			cap *= 2;
+		}
+		if (!kl_key_name(j, &key, &m[*n].name, &m[*n].name_len))
+			return KL_OOM;
+		if (memchr(m[*n].name, '\0', m[*n].name_len) != NULL)
+			return kl_msg(j, "a field name in \"%s\" contains a NUL character", path ? path : "the value");
+		m[*n].v = val;
+		(*n)++;
+	}
+	qsort(m, *n, sizeof(KlMember), kl_member_cmp);
+	for (int i = 0; i < *n; i++)
+	{
+		const char *child = kl_child_path(j, path, m[i].name, m[i].name_len);
+		const char *err;
+
+		if (child == NULL)
+			return KL_OOM;
+		if (i > 0 && kl_member_cmp(&m[i - 1], &m[i]) == 0)
+			return kl_msg(j, "duplicate field \"%s\"", child);
+		err = kl_canonical(j, &m[i].v, child, &m[i].out, &m[i].out_len);
+		if (err)
+			return err;
+	}
+	*members = m;
+	return NULL;
+}
+
+/*
+ * kl_canonical
+ *		A value of no schema, made canonical: objects sorted, strings
+ *		escaped as json.dumps does, integers in canonical decimal, other
+ *		numbers as written.
+ */
+static const char *
+kl_canonical(KlJudge *j, const KlJsonValue *v, const char *path, const char **out,
+			 size_t *out_len)
+{
+	switch (v->type)
+	{
+		case KL_JSON_STRING:
+			return kl_canonical_string(j, v, path, out, out_len);
+		case KL_JSON_NUMBER:
+			/* -0 is the only integer json.dumps writes otherwise */
+			if (v->is_integer && v->len == 2 && v->start[0] == '-' && v->start[1] == '0')
+			{
+				*out = "0";
+				*out_len = 1;
+				return NULL;
+			}
+			*out = v->start;
+			*out_len = v->len;
+			return NULL;
+		case KL_JSON_OBJECT:
+			{
+				KlMember   *m = NULL;
+				int			n = 0;
+				const char *err = kl_collect_members(j, v, path, &m, &n);
+
+				if (err)
+					return err;
+				return kl_render_members(j, NULL, NULL, m, n, out, out_len);
+			}
+		case KL_JSON_ARRAY:
+			{
+				KlJsonReader it;
+				KlJsonValue e;
+				KlBuf		b;
+				int			i = 0;
+				const char *parent = path ? path : "";
+
+				if (!kl_buf_init(&b, j->scratch, v->len + 16) || !kl_buf_append(&b, "[", 1))
+					return KL_OOM;
+				kl_json_array_open(&it, v->start, v->start + v->len, KL_JSON_MAX_DEPTH);
+				while (kl_json_array_next(&it, &e))
+				{
+					const char *eo;
+					size_t		elen;
+					const char *err;
+					size_t		plen = strlen(parent);
+					char	   *epath = kl_pool_alloc(j->scratch, plen + 16);
+
+					if (epath == NULL)
+						return KL_OOM;
+					snprintf(epath, plen + 16, "%s[%d]", parent, i);
+					err = kl_canonical(j, &e, epath, &eo, &elen);
+					if (err)
+						return err;
+					if ((i > 0 && !kl_buf_append(&b, ", ", 2)) || !kl_buf_append(&b, eo, elen))
+						return KL_OOM;
+					i++;
+				}
+				if (!kl_buf_append(&b, "]", 1))
+					return KL_OOM;
+				*out = b.data;
+				*out_len = b.len;
+				return NULL;
+			}
+		default:
+			*out = v->start;
+			*out_len = v->len;
+			return NULL;
+	}
+}
+
+/*
+ * kl_enum_has
+ *		Is the value (its slot filled by the type's checks) one of the
+ *		field's enum values?
+ */
+static bool
+kl_enum_has(const KlSchema *s, const KlSlot *slot)
+{
+	const KlJsonValue *v = &slot->v;
+
+	for (int i = 0; i < s->nenum; i++)
+	{
+		const KlEnumValue *e = &s->enums[i];
+
+		switch (v->type)
+		{
+			case KL_JSON_STRING:
+				if (e->type == KL_TYPE_STRING && e->str_len == slot->str_len &&
+					memcmp(e->str, slot->str, slot->str_len) == 0)
+					return true;
+				break;
+			case KL_JSON_NUMBER:
+				if (e->type == KL_TYPE_NUMBER || e->type == KL_TYPE_INTEGER)
+				{
+					if (slot->has_int && e->num.is_int64)
+					{
+						if (slot->ival == e->num.ival)
+							return true;
+					}
+					else if (kl_number_cmp(slot->out, slot->out_len, e->num.text, e->num.len) == 0)
+						return true;
+				}
+				break;
+			case KL_JSON_TRUE:
+			case KL_JSON_FALSE:
+				if (e->type == KL_TYPE_BOOLEAN && e->bval == (v->type == KL_JSON_TRUE))
+					return true;
+				break;
+			case KL_JSON_NULL:
+				if (e->type == KL_TYPE_NULL)
+					return true;
+				break;
+			default:
+				break;
+		}
+	}
+	return false;
+}
+
+/*
+ * kl_enum_violation
+ *		The reason for a value that is none of the enum's.
+ */
+static const char *
+kl_enum_violation(KlJudge *j, const KlSchema *s, const char *path, const KlSlot *slot)
+{
+	const KlJsonValue *v = &slot->v;
+
+	if (s->is_schema_version)
+		return kl_msg(j, "unsupported %s %.*s", path,
+					  kl_utf8_clip(v->start, (int) v->len, 20), v->start);
+	if (v->type == KL_JSON_STRING)
+		return kl_msg(j, "field \"%s\" has unknown value \"%.*s\"", path,
+					  kl_utf8_clip(slot->str, slot->str_len, 64), slot->str);
+	return kl_msg(j, "field \"%s\" has unknown value %.*s", path,
+				  kl_utf8_clip(slot->out, (int) slot->out_len, 64), slot->out);
+}
+
+/*
+ * kl_char_count
+ *		Characters of valid UTF-8.
+ */
+static int
+kl_char_count(const char *s, int len)
+{
+	int			n = 0;
+
+	for (int i = 0; i < len; i++)
+		n += (((unsigned char) s[i] & 0xC0) != 0x80);
+	return n;
+}
+
+/*
+ * kl_judge_string
+ *		A string field: NUL, normalisation, length, pattern, format, enum.
+ */
+static const char *
+kl_judge_string(KlJudge *j, const KlSchema *s, const char *path, KlSlot *slot)
+{
+	const KlJsonValue *v = &slot->v;
+	char	   *buf;
+	char	   *st;
+	char	   *e;
+	size_t		n;
+	char	   *esc;
+
+	if (j->has_nul_escape && memmem(v->start, v->len, "\\u0000", 6) != NULL)
+		return kl_msg(j, "field \"%s\" contains a NUL character", path);
+	buf = kl_pool_alloc(j->scratch, v->len);
+	if (buf == NULL)
+		return KL_OOM;
+	n = kl_json_decode_to(v, buf);
+	st = buf;
+	e = buf + n;
+	if (s->trim)
+		kl_py_strip(&st, &e);
+	*e = '\0';
+	if (s->lower)
+	{
+		char	   *c;
+
+		for (c = st; c < e; c++)
+		{
+			if ((unsigned char) *c >= 0x80)
+				break;
+			if (*c >= 'A' && *c <= 'Z')
+				*c += 'a' - 'A';
+		}
+		/* not ASCII: the whole value through Python's rules (ASCII is done) */
+		if (c < e)
+		{
+			KlBuf		low;
+
+			if (!kl_buf_init(&low, j->scratch, (e - st) * 2 + 1) ||
+				!kl_py_lower(&low, st, e - st) || !kl_buf_append(&low, "", 1))
+				return KL_OOM;
+			st = low.data;
+			e = low.data + low.len - 1;
+		}
+	}
+	slot->str = st;
+	slot->str_len = e - st;
+
+	if (s->min_length > 0 || s->max_length >= 0)
+	{
+		int			chars = kl_char_count(st, e - st);
+
+		if (chars < s->min_length)
+			return s->min_length == 1 ?
+				kl_msg(j, "field \"%s\" must not be empty", path) :
+				kl_msg(j, "field \"%s\" must be at least %d characters long", path, s->min_length);
+		if (s->max_length >= 0 && chars > s->max_length)
+			return kl_msg(j, "field \"%s\" must be at most %d characters long", path, s->max_length);
+	}
+	if (s->pattern != NULL && !kl_pattern_match(s, st, e - st))
+		return kl_msg(j, "field \"%s\" does not match pattern \"%s\"", path, s->pattern_text);
+	switch (s->format)
+	{
+		case KL_FORMAT_NONE:
+			break;
+		case KL_FORMAT_DATE:
+			{
+				DateADT		d;
+
+				if (!kl_parse_iso_date(st, e - st, &d))
+					return kl_msg(j, "field \"%s\" must be a real calendar date written YYYY-MM-DD", path);
+				slot->has_time = true;
+				slot->time = d;
+				break;
+			}
+		case KL_FORMAT_DATE_TIME:
+			{
+				TimestampTz instant = 0;
+				KlIsoVerdict verdict = KL_ISO_INVALID;
+
+				if (e - st >= 7)
+				{
+					char	   *b = kl_pool_alloc(j->scratch, kl_iso_buffer_size(st, e - st));
+
+					if (b == NULL)
+						return KL_OOM;
+					verdict = kl_parse_iso_timestamp_buf(st, e - st, false, &instant, NULL, b);
+				}
+				switch (verdict)
+				{
+					case KL_ISO_VALID:
+						break;
+					case KL_ISO_OFFSET_RANGE:
+						return kl_msg(j, "field \"%s\" has a UTC offset of 16 hours or more, beyond what timestamptz reads", path);
+					case KL_ISO_INVALID:
+					case KL_ISO_NO_ZONE:
+						return kl_msg(j, "field \"%s\" must be an ISO-8601 timestamp with a time zone", path);
+				}
+				slot->has_time = true;
+				slot->time = instant;
+				break;
+			}
+	}
+	if (s->nenum > 0 && !kl_enum_has(s, slot))
+		return kl_enum_violation(j, s, path, slot);
+
+	/* as the event writes it */
+	esc = kl_pool_alloc(j->scratch, KL_JSON_ESCAPED_MAX(e - st));
+	if (esc == NULL)
+		return KL_OOM;
+	slot->out = esc;
+	slot->out_len = kl_json_escape_to(esc, st, e - st);
+	return NULL;
+}
+
+/*
+ * kl_judge_number
+ *		A number field: int64 range for integers, canonical text, enum.
+ */
+static const char *
+kl_judge_number(KlJudge *j, const KlSchema *s, const char *path, KlSlot *slot)
+{
+	const KlJsonValue *v = &slot->v;
+
+	slot->has_int = v->is_integer && kl_json_parse_int64(v->start, v->len, &slot->ival);
+	if (v->is_integer && !slot->has_int && !(s->types & KL_TYPE_NUMBER))
+	{
+		if (s->is_schema_version && s->nenum > 0)
+			return kl_enum_violation(j, s, path, slot);
+		return kl_msg(j, "field \"%s\" is out of range", path);
+	}
+	if (slot->has_int)
+	{
+		char	   *t = kl_pool_alloc(j->scratch, 24);
+
+		if (t == NULL)
+			return KL_OOM;
+		slot->out = t;
+		slot->out_len = kl_json_format_int64(t, slot->ival);
+	}
+	else
+	{
+		slot->out = v->start;
+		slot->out_len = v->len;
+	}
+	slot->str = slot->out;
+	slot->str_len = (int) slot->out_len;
+	if (s->nenum > 0 && !kl_enum_has(s, slot))
+		return kl_enum_violation(j, s, path, slot);
+	return NULL;
+}
+
+/*
+ * kl_judge_object_members
+ *		An object value against an object schema: unknown and duplicate
+ *		members (document order), missing required fields, each property,
+ *		then its bounds (there are no rules below the top), then the
+ *		members additionalProperties lets in.  Renders the object into
+ *		slot->out.  static_paths: messages name the properties by their
+ *		compiled paths (no array on the way); else below path.
+ */
+static const char *
+kl_judge_object_members(KlJudge *j, const KlObjectSchema *o, const char *path,
+						bool static_paths, KlSlot *slot);
+
+/*
+ * kl_check_bounds
+ *		The numeric bounds of a field (its value is a number).
+ */
+static const char *
+kl_check_bounds(KlJudge *j, const KlSchema *s, const char *path, const KlSlot *slot)
+{
+	int			c;
+
+#define KL_CMP(bound) \
+	((slot->has_int && (bound).is_int64) ? \
+	 (slot->ival < (bound).ival ? -1 : slot->ival > (bound).ival) : \
+	 kl_number_cmp(slot->out, slot->out_len, (bound).text, (bound).len))
+
+	if (s->has_minimum && (c = KL_CMP(s->minimum)) < 0)
+		return (s->minimum.is_int64 && s->minimum.ival == 0) ?
+			kl_msg(j, "field \"%s\" must not be negative", path) :
+			kl_msg(j, "field \"%s\" must be at least %s", path, s->minimum.text);
+	if (s->has_xminimum && (c = KL_CMP(s->xminimum)) <= 0)
+		return (s->xminimum.is_int64 && s->xminimum.ival == 0) ?
+			kl_msg(j, "field \"%s\" must be positive", path) :
+			kl_msg(j, "field \"%s\" must be greater than %s", path, s->xminimum.text);
+	if (s->has_maximum && (c = KL_CMP(s->maximum)) > 0)
+		return kl_msg(j, "field \"%s\" must be at most %s", path, s->maximum.text);
+	if (s->has_xmaximum && (c = KL_CMP(s->xmaximum)) >= 0)
+		return kl_msg(j, "field \"%s\" must be less than %s", path, s->xmaximum.text);
+#undef KL_CMP
+	return NULL;
+}
+
+/*
+ * kl_judge_value
+ *		One field's value (step 5): its type, then what its type checks.
+ */
+static const char *
+kl_judge_value(KlJudge *j, const KlSchema *s, const char *path, KlSlot *slot)
+{
+	const KlJsonValue *v = &slot->v;
+
+	if (!(s->types & kl_type_bits(v)))
+	{
+		if (s->types == KL_TYPE_INTEGER && s->nenum == 1 && s->enums[0].type == KL_TYPE_INTEGER)
+			return kl_msg(j, "field \"%s\" must be the integer %s, not %s", path,
+						  s->enums[0].num.text, kl_json_type_word(v));
+		return kl_msg(j, "field \"%s\" must be %s, not %s", path, s->type_words,
+					  kl_json_type_word(v));
+	}
+	switch (v->type)
+	{
+		case KL_JSON_STRING:
+			return kl_judge_string(j, s, path, slot);
+		case KL_JSON_NUMBER:
+			return kl_judge_number(j, s, path, slot);
+		case KL_JSON_TRUE:
+		case KL_JSON_FALSE:
+		case KL_JSON_NULL:
+			slot->out = v->start;
+			slot->out_len = v->len;
+			if (s->nenum > 0 && !kl_enum_has(s, slot))
+				return kl_enum_violation(j, s, path, slot);
+			return NULL;
+		case KL_JSON_OBJECT:
+			if (s->object != NULL)
+				return kl_judge_object_members(j, s->object, path, path == s->path, slot);
+			return kl_canonical(j, v, path, &slot->out, &slot->out_len);
+		case KL_JSON_ARRAY:
+			{
+				KlJsonReader it;
+				KlBuf		b;
+				int			i = 0;
+				KlSlot		es;
+
+				if (s->items == NULL)
+					return kl_canonical(j, v, path, &slot->out, &slot->out_len);
+				if (!kl_buf_init(&b, j->scratch, v->len + 16) || !kl_buf_append(&b, "[", 1))
+					return KL_OOM;
+				kl_json_array_open(&it, v->start, v->start + v->len, KL_JSON_MAX_DEPTH);
+				memset(&es, 0, sizeof(es));
+				while (kl_json_array_next(&it, &es.v))
+				{
+					size_t		plen = strlen(path);
+					char	   *epath = kl_pool_alloc(j->scratch, plen + 16);
+					const char *err;
+
+					if (epath == NULL)
+						return KL_OOM;
+					snprintf(epath, plen + 16, "%s[%d]", path, i);
+					err = kl_judge_value(j, s->items, epath, &es);
+					if (err == NULL && (es.v.type == KL_JSON_NUMBER) &&
+						(s->items->has_minimum || s->items->has_maximum ||
+						 s->items->has_xminimum || s->items->has_xmaximum))
+						err = kl_check_bounds(j, s->items, epath, &es);
+					if (err)
+						return err;
+					if ((i > 0 && !kl_buf_append(&b, ", ", 2)) ||
+						!kl_buf_append(&b, es.out, es.out_len))
+						return KL_OOM;
+					memset(&es, 0, sizeof(es));
+					i++;
+				}
+				if (!kl_buf_append(&b, "]", 1))
+					return KL_OOM;
+				slot->out = b.data;
+				slot->out_len = b.len;
+				return NULL;
+			}
+	}
+	return NULL;
+}
+
+static const char *
+kl_judge_object_members(KlJudge *j, const KlObjectSchema *o, const char *path,
+						bool static_paths, KlSlot *slot)
+{
+	KlJsonReader it;
+	KlJsonValue key;
+	KlJsonValue val;
+	KlSlot	   *slots = kl_pool_alloc(j->scratch, sizeof(KlSlot) * Max(o->nprops, 1));
+	KlMember   *extra = NULL;
+	int			nextra = 0;
+	int			cap = 0;
+	const char *err;
+
+	if (slots == NULL)
+		return KL_OOM;
+	memset(slots, 0, sizeof(KlSlot) * o->nprops);
+
+#define PROP_PATH(i) \
+	(static_paths ? o->props[i].path : \
+	 kl_child_path(j, path, o->props[i].name, o->props[i].name_len))
+
+	kl_json_object_open(&it, slot->v.start, slot->v.start + slot->v.len, KL_JSON_MAX_DEPTH);
+	while (kl_json_object_next(&it, &key, &val))
+	{
+		const char *name;
+		int			len;
+		int			p;
+
+		if (!kl_key_name(j, &key, &name, &len))
+			return KL_OOM;
+		p = kl_lookup_prop(o, name, len);
+		if (p >= 0)
+		{
+			const char *pp;
+
+			if (slots[p].seen)
+				return (pp = PROP_PATH(p)) ? kl_msg(j, "duplicate field \"%s\"", pp) : KL_OOM;
+			slots[p].seen = true;
+			slots[p].v = val;
+			continue;
+		}
+		if (!o->additional)
+		{
+			const char *cp = kl_child_path(j, path, name, len);
+
+			return cp ? kl_msg(j, "unknown field \"%s\"", cp) : KL_OOM;
+		}
+		if (nextra == cap)
+		{
+			KlMember   *bigger;
+
+			cap = Max(cap * 2, 8);
+			bigger = kl_pool_alloc(j->scratch, sizeof(KlMember) * cap);
+			if (bigger == NULL)
+				return KL_OOM;
+			if (nextra > 0)
+				memcpy(bigger, extra, sizeof(KlMember) * nextra);
+			extra = bigger;
+		}
+		extra[nextra].name = name;
+		extra[nextra].name_len = len;
+		extra[nextra].v = val;
+		nextra++;
+	}
+	for (int r = 0; r < o->nrequired; r++)
+	{
+		int			p = o->required[r];
+		const char *pp;
+
+		if (!slots[p].seen)
+			return (pp = PROP_PATH(p)) ? kl_msg(j, "missing required field \"%s\"", pp) : KL_OOM;
+	}
+	for (int p = 0; p < o->nprops; p++)
+	{
+		const char *pp;
+
+		if (!slots[p].seen)
+			continue;
+		if ((pp = PROP_PATH(p)) == NULL)
+			return KL_OOM;
+		if ((err = kl_judge_value(j, &o->props[p], pp, &slots[p])) != NULL)
+			return err;
+	}
+	for (int p = 0; p < o->nprops; p++)
+	{
+		const char *pp;
+
+		if (!slots[p].seen || slots[p].v.type != KL_JSON_NUMBER)
+			continue;
+		if ((pp = PROP_PATH(p)) == NULL)
+			return KL_OOM;
+		if ((err = kl_check_bounds(j, &o->props[p], pp, &slots[p])) != NULL)
+			return err;
+	}
+#undef PROP_PATH
+	if (nextra > 0)
+	{
+		qsort(extra, nextra, sizeof(KlMember), kl_member_cmp);
+		for (int i = 0; i < nextra; i++)
+		{
+			const char *cp = kl_child_path(j, path, extra[i].name, extra[i].name_len);
+
+			if (cp == NULL)
+				return KL_OOM;
+			if (i > 0 && kl_member_cmp(&extra[i - 1], &extra[i]) == 0)
+				return kl_msg(j, "duplicate field \"%s\"", cp);
+			if (memchr(extra[i].name, '\0', extra[i].name_len) != NULL)
+				return kl_msg(j, "a field name in \"%s\" contains a NUL character", path);
+			if ((err = kl_canonical(j, &extra[i].v, cp, &extra[i].out, &extra[i].out_len)) != NULL)
+				return err;
+		}
+	}
+	return kl_render_members(j, o, slots, extra, nextra, &slot->out, &slot->out_len);
+}
+
+/*
+ * kl_rule_holds
+ *		Does a rule hold for the judged slots?  A side that is absent or
+ *		null makes it hold (there is nothing to compare).
+ */
+static bool
+kl_rule_holds(const KlRule *r, const KlSlot *slots)
+{
+	const KlSlot *l = &slots[r->left];
+	int			c;
+
+	if (!l->seen || l->v.type == KL_JSON_NULL)
+		return true;
+	if (r->right >= 0)
+	{
+		const KlSlot *rs = &slots[r->right];
+
+		if (!rs->seen || rs->v.type == KL_JSON_NULL)
+			return true;
+		if (l->has_time && rs->has_time)
+			c = l->time < rs->time ? -1 : l->time > rs->time;
+		else if (l->has_int && rs->has_int)
+			c = l->ival < rs->ival ? -1 : l->ival > rs->ival;
+		else
+			c = kl_number_cmp(l->out, l->out_len, rs->out, rs->out_len);
+	}
+	else if (l->has_int && r->right_num.is_int64)
+		c = l->ival < r->right_num.ival ? -1 : l->ival > r->right_num.ival;
+	else
+		c = kl_number_cmp(l->out, l->out_len, r->right_num.text, r->right_num.len);
+	switch (r->op)
+	{
+		case KL_OP_LT:
+			return c < 0;
+		case KL_OP_LE:
+			return c <= 0;
+		case KL_OP_EQ:
+			return c == 0;
+		case KL_OP_NE:
+			return c != 0;
+		case KL_OP_GE:
+			return c >= 0;
+		case KL_OP_GT:
+			return c > 0;
+	}
+	return true;
+}
+
+/*
+ * kl_header_value
+ *		A field taken from a Kafka header (the last one of that name), as a
+ *		JSON string in scratch.  NULL reason and *found false when there is
+ *		none (or it is null).
+ */
+static const char *
+kl_header_value(KlJudge *j, const KlSchema *s, const KlJudgeInput *in, KlSlot *slot)
+{
+	const KlHeader *h = NULL;
+	char	   *esc;
+
+	for (int i = 0; i < in->nheaders; i++)
+	{
+		if (strlen(in->headers[i].name) == (size_t) s->header_len &&
+			memcmp(in->headers[i].name, s->header, s->header_len) == 0)
+			h = &in->headers[i];
+	}
+	if (h == NULL || h->value == NULL)
+		return NULL;
+	if (!kl_utf8_text_valid(h->value, h->value_len))
+		return kl_msg(j, "field \"%s\" from header \"%s\" is not valid UTF-8 text", s->path, s->header);
+	esc = kl_pool_alloc(j->scratch, KL_JSON_ESCAPED_MAX(h->value_len));
+	if (esc == NULL)
+		return KL_OOM;
+	slot->v.type = KL_JSON_STRING;
+	slot->v.start = esc;
+	slot->v.len = kl_json_escape_to(esc, h->value, h->value_len);
+	slot->v.has_escapes = (slot->v.len != h->value_len + 2);
+	slot->v.is_integer = false;
+	slot->seen = true;
+	return NULL;
+}
+
+/*
+ * kl_judge_business_date
+ *		The event's business date, as the contract finds it.
+ */
+static const char *
+kl_judge_business_date(KlJudge *j, const KlContract *c, const KlJudgeInput *in,
+					   const KlSlot *slots, KlEvent *ev)
+{
+	TimestampTz t;
+
+	switch (c->bd_kind)
+	{
+		case KL_BD_NONE:
+			return NULL;
+		case KL_BD_DATE_FIELD:
+			if (!slots[c->bd_prop].has_time)
+				return NULL;
+			ev->has_business_date = true;
+			ev->business_date = (DateADT) slots[c->bd_prop].time;
+			return NULL;
+		case KL_BD_TIMESTAMP_FIELD:
+			if (!slots[c->bd_prop].has_time)
+				return NULL;
+			t = slots[c->bd_prop].time;
+			break;
+		case KL_BD_KAFKA_TIMESTAMP:
+			if (in->timestamp_ms < 0)
+				return "the record has no Kafka timestamp to take its business_date from";
+			t = (in->timestamp_ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000;
+			break;
+		default:
+			return NULL;
+	}
+	if (!kl_date_in_zone(t, c->bd_tz, &ev->business_date))
+		return kl_msg(j, "the business_date of the record cannot be read in time zone \"%s\"", c->bd_zone);
+	ev->has_business_date = true;
+	return NULL;
+}
+
+/*
+ * kl_contract_judge
+ *		Judge one record value against a contract (the order of the checks
+ *		is in the file header).  Returns NULL and fills *ev (in out) when it
+ *		is accepted; otherwise the reason (in out, or static text), which is
+ *		kl_judge_out_of_memory when an arena could not grow.  Calls nothing
+ *		of PostgreSQL but what the file header lists.
+ */
+const char *
+kl_contract_judge(const KlContract *c, const KlJudgeInput *in, KlPool *out,
+				  KlPool *scratch, KlEvent *ev)
+{
+	const KlObjectSchema *o = &c->top;
+	const char *value = in->value;
+	size_t		len = in->value_len;
+	KlJudge		j;
+	KlJsonReader it;
+	KlJsonValue key;
+	KlJsonValue val;
+	KlSlot	   *slots;
+	KlMember   *extra = NULL;
+	int			nextra = 0;
+	int			cap = 0;
+	const char *deferred = NULL;
+	const char *err;
+	KlSlot		top;
+
+	memset(ev, 0, sizeof(*ev));
+	kl_pool_reset(scratch);
+	j.out = out;
+	j.scratch = scratch;
+	j.has_nul_escape = false;
+
+	if (value == NULL)
+	{
+		if (!c->accept_tombstones)
+			return "null value (tombstone)";
+		return kl_judge_business_date(&j, c, in, NULL, ev);
+	}
+	if (c->raw)
+	{
+		if (len > (size_t) c->max_value_bytes)
+			return kl_msg(&j, "value of %zu bytes exceeds the contract limit of %d bytes",
+						  len, c->max_value_bytes);
+		return kl_judge_business_date(&j, c, in, NULL, ev);
+	}
+	if (len == 0)
+		return "empty value";
+	if (len > (size_t) c->max_value_bytes)
+		return kl_msg(&j, "value of %zu bytes exceeds the contract limit of %d bytes",
+					  len, c->max_value_bytes);
+
+	/*
+	 * NUL bytes and invalid UTF-8 are invalid JSON too (the reader checks
+	 * every byte); they are looked for only once parsing failed, to say so.
+	 */
+	kl_json_object_open(&it, value, value + len, KL_JSON_MAX_DEPTH);
+	if (it.error)
+	{
+		KlJsonReader doc;
+		KlJsonValue whole;
+
+		/* say what it is, if it is JSON at all */
+		kl_json_init(&doc, value, len, KL_JSON_MAX_DEPTH);
+		if (!kl_json_parse_document(&doc, &whole))
+			return kl_invalid_json(&j, value, len, doc.error, doc.p);
+		return kl_msg(&j, "value is %s, not a JSON object", kl_json_type_word(&whole));
+	}
+
+	slots = kl_pool_alloc(scratch, sizeof(KlSlot) * Max(o->nprops, 1));
+	if (slots == NULL)
+		return KL_OOM;
+	memset(slots, 0, sizeof(KlSlot) * o->nprops);
+
+	/* 3: members, in document order; their reasons wait for the end */
+	while (kl_json_object_next(&it, &key, &val))
+	{
+		const char *name;
+		int			nlen;
+		int			p;
+
+		if (!kl_key_name(&j, &key, &name, &nlen))
+			return KL_OOM;
+		p = kl_lookup_prop(o, name, nlen);
+		if (p >= 0)
+		{
+			if (slots[p].seen && deferred == NULL)
+				deferred = kl_msg(&j, "duplicate field \"%s\"", o->props[p].path);
+			slots[p].seen = true;
+			slots[p].v = val;
+			continue;
+		}
+		if (!o->additional)
+		{
+			/* keep going to report invalid JSON before an unknown field */
+			if (deferred == NULL)
+			{
+				char	   *copy = kl_pool_strdup(scratch, name, nlen);
+
+				if (copy == NULL)
+					return KL_OOM;
+				deferred = kl_msg(&j, "unknown field \"%s\"",
+								  kl_utf8_valid(copy, nlen) ? copy : "?");
+			}
+			continue;
+		}
+		if (nextra == cap)
+		{
+			KlMember   *bigger;
+
+			cap = Max(cap * 2, 8);
+			bigger = kl_pool_alloc(scratch, sizeof(KlMember) * cap);
+			if (bigger == NULL)
+				return KL_OOM;
+			if (nextra > 0)
+				memcpy(bigger, extra, sizeof(KlMember) * nextra);
+			extra = bigger;
+		}
+		extra[nextra].name = name;
+		extra[nextra].name_len = nlen;
+		extra[nextra].v = val;
+		nextra++;
+	}
+	if (!kl_json_object_finish(&it))
+		return kl_invalid_json(&j, value, len, it.error, it.p);
+	if (deferred)
+		return deferred;
+	j.has_nul_escape = it.has_nul_escape;
+
+	/* fields a Kafka header fills */
+	if (o->nheaders > 0)
+	{
+		for (int p = 0; p < o->nprops; p++)
+		{
+			if (o->props[p].header != NULL && !slots[p].seen &&
+				(err = kl_header_value(&j, &o->props[p], in, &slots[p])) != NULL)
+				return err;
+		}
+	}
+
+	/* 4: missing required fields */
+	for (int r = 0; r < o->nrequired; r++)
+	{
+		int			p = o->required[r];
+
+		if (!slots[p].seen)
+			return kl_msg(&j, "missing required field \"%s\"", o->props[p].path);
+	}
+
+	/* 5: each field, in the order of properties */
+	for (int p = 0; p < o->nprops; p++)
+	{
+		if (slots[p].seen &&
+			(err = kl_judge_value(&j, &o->props[p], o->props[p].path, &slots[p])) != NULL)
+			return err;
+	}
+
+	/* 6: bounds, and the rules of each left side */
+	for (int p = 0; p < o->nprops; p++)
+	{
+		const KlSchema *s = &o->props[p];
+
+		if (!slots[p].seen)
+			continue;
+		if (slots[p].v.type == KL_JSON_NUMBER &&
+			(err = kl_check_bounds(&j, s, s->path, &slots[p])) != NULL)
+			return err;
+		for (int r = s->first_rule; r < s->first_rule + s->nrules; r++)
+		{
+			if (!kl_rule_holds(&c->rules[r], slots))
+				return c->rules[r].message;
+		}
+	}
+
+	/* 7: the members additionalProperties lets in */
+	if (nextra > 0)
+	{
+		qsort(extra, nextra, sizeof(KlMember), kl_member_cmp);
+		for (int i = 0; i < nextra; i++)
+		{
+			if (i > 0 && kl_member_cmp(&extra[i - 1], &extra[i]) == 0)
+			{
+				char	   *copy = kl_pool_strdup(scratch, extra[i].name, extra[i].name_len);
+
+				return copy ? kl_msg(&j, "duplicate field \"%s\"", copy) : KL_OOM;
+			}
+			if (memchr(extra[i].name, '\0', extra[i].name_len) != NULL)
+				return "a field name contains a NUL character";
+			{
+				char	   *copy = kl_pool_strdup(scratch, extra[i].name, extra[i].name_len);
+
+				if (copy == NULL)
+					return KL_OOM;
+				if ((err = kl_canonical(&j, &extra[i].v, copy, &extra[i].out,
+										&extra[i].out_len)) != NULL)
+					return err;
+			}
+		}
+	}
+
+	/* accepted: its event_id, business date and normalised event */
+	if ((err = kl_judge_business_date(&j, c, in, slots, ev)) != NULL)
+		return err;
+	if (c->event_id_prop >= 0)
+	{
+		const KlSlot *s = &slots[c->event_id_prop];
+
+		ev->event_id = kl_pool_strdup(out, s->str, s->str_len);
+		if (ev->event_id == NULL)
+			return KL_OOM;
+		ev->event_id_len = s->str_len;
+	}
+	memset(&top, 0, sizeof(top));
+	if ((err = kl_render_members(&j, o, slots, extra, nextra, &top.out, &top.out_len)) != NULL)
+		return err;
+	ev->json = kl_pool_strdup(out, top.out, top.out_len);
+	if (ev->json == NULL)
+		return KL_OOM;
+	ev->json_len = top.out_len;
+	return NULL;
+}

@@ -1,0 +1,137 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  The catalog tables of schema kafka_lake (catalog.c).
+ *
+ * IDENTIFICATION
+ *	  src/kl_catalog/catalog.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_LAKE_CATALOG_H
+#define KAFKA_LAKE_CATALOG_H
+
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+#include "utils/date.h"
+
+#include "format/batch_format.h"
+
+/* A source, as recorded in kafka_lake.sources */
+typedef struct KlSource
+{
+	int32		source_id;
+	char	   *source;
+	char	   *server;
+	char	   *topic;
+	char	   *group_id;
+	char	   *contract;
+	int32		contract_version;	/* 1 in a catalog without contracts */
+	char	   *cluster_id;		/* NULL until the first land() */
+	char	   *dir;			/* <landing root>/<source> */
+} KlSource;
+
+/* Bounds on the batches and files a reader needs */
+typedef struct KlBounds
+{
+	int32		partition_lo;
+	int32		partition_hi;
+	int64		offset_lo;		/* batches whose range meets [lo, hi] */
+	int64		offset_hi;
+	DateADT		date_lo;		/* batches whose business dates meet [lo, hi] */
+	DateADT		date_hi;
+	char	   *batch_id;		/* NULL: any */
+	bool		files[KL_NFILES];	/* which status files */
+	bool		contradiction;	/* nothing can match */
+} KlBounds;
+
+/* The coordinates already durable in some range of a partition */
+typedef struct KlDurable
+{
+	int			count;
+	int64	   *offsets;		/* ascending */
+	uint8	   *fingerprints;	/* KL_SHA256_LEN each */
+} KlDurable;
+
+/* What the catalog remembers of a partition of a source */
+typedef struct KlPartitionState
+{
+	bool		has_history;	/* some batch or commit is recorded */
+	int64		last_commit;	/* highest committed offset recorded, -1: none */
+	int64		remembered;		/* max of last_commit and the end of the last
+								 * batch; 0 when nothing is recorded */
+} KlPartitionState;
+
+extern KlSource *kl_source_lookup(const char *name);
+extern KlSource *kl_source_arg(FunctionCallInfo fcinfo, int argno);
+typedef struct KlCatalogSave
+{
+	Oid			userid;			/* the caller's user id and security context */
+	int			sec_context;
+	int			guc_nestlevel;	/* undoes the pinned search_path */
+} KlCatalogSave;
+
+extern Oid	kl_catalog_relid(const char *relname);
+extern bool kl_catalog_has_contracts(void);
+extern KlCatalogSave kl_catalog_begin(void);
+extern void kl_catalog_end(KlCatalogSave save);
+extern void kl_catalog_set_cluster_id(KlSource *src, const char *cluster_id);
+extern int64 kl_catalog_remembered_offset(KlSource *src, int32 partition);
+extern KlDurable *kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last);
+extern void kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n);
+
+/* What the reservation of event_ids reads and decides of a record */
+typedef struct KlIdentity
+{
+	pg_uuid_t	event_key;
+	int64		offset;
+	int64		dup_offset;		/* duplicates: where the event was accepted */
+	int32		dup_partition;
+	char		status;			/* KL_STATUS_* */
+	bool		reserved;
+	bool		has_event_id;
+} KlIdentity;
+
+extern void kl_catalog_reserve_identities(KlSource *src, int32 partition, KlIdentity *ids,
+										  int n);
+extern void kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids);
+extern void kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs);
+extern bool kl_catalog_has_manifest_checks(void);
+extern bool kl_catalog_has_lifecycle(void);
+extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,
+									const KlRecord *recs, int n);
+extern void kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset,
+									 const char *batch_id);
+extern void kl_catalog_record_expired(KlSource *src, int32 partition, int64 first, int64 last);
+extern void kl_catalog_record_replay(KlSource *src, int32 partition, int64 from, int64 to,
+									 int records, int landed, int reused);
+extern List *kl_catalog_batch_ids(KlSource *src, int32 partition);
+extern List *kl_catalog_partitions(KlSource *src);
+extern void kl_catalog_forget_batch(KlSource *src, const KlBatch *b);
+extern void kl_catalog_record_manifest_checks(KlSource *src, const char *batch_id, int64 bytes,
+											  uint32 crc32c);
+extern void kl_catalog_partition_state(KlSource *src, int32 partition, KlPartitionState *state);
+extern char *kl_catalog_group_users(KlSource *src);
+extern void kl_catalog_lock_source(KlSource *src);
+extern bool kl_catalog_source_exists(int32 source_id, const char *source);
+extern bool kl_catalog_partition_changed(KlSource *src, int32 partition);
+extern char *kl_catalog_source_name(int32 source_id);
+extern List *kl_catalog_batch_dirs(KlSource *src);
+extern void kl_catalog_move_source(KlSource *src, const char *root, const char *group_id);
+extern void kl_catalog_insert_source(const char *source, const char *server, const char *topic,
+									 const char *group_id, const char *contract,
+									 int32 contract_version, const char *root,
+									 const char *default_group);
+extern void kl_catalog_create_records_table(const char *source, const char *server,
+											const char *topic);
+extern void kl_catalog_lock_source_for_drop(KlSource *src);
+extern void kl_catalog_delete_source(KlSource *src);
+
+extern void kl_bounds_init(KlBounds *bounds);
+extern bool kl_bounds_empty(const KlBounds *bounds);
+#define KL_BATCH_WANT_FINGERPRINTS	0x01	/* kl_catalog_scan_batches' want */
+#define KL_BATCH_WANT_SHA256		0x02
+extern List *kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want,
+									 int64 *total);
+
+#endif							/* KAFKA_LAKE_CATALOG_H */

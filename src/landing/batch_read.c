@@ -1,0 +1,685 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch_read.c
+ *	  Reading a landed batch's files back, checked against the catalog's
+ *	  copy of their manifest before anything of them is used.  Shared by
+ *	  the foreign table (fdw.c), the bridge (bridge_select.c), verify() and
+ *	  recovery (recover.c).
+ *
+ * Checking a batch before it is used: its manifest.json must be the file the
+ * catalog recorded when the batch landed (size and CRC-32C, or the SHA-256
+ * for a batch landed by 1.0: kl_check_manifest), once per batch, before any
+ * of its files.  A batch that disagrees with its manifest is refused whole
+ * (I5), even though the rows come from the data files: a manifest that is
+ * gone or edited means the batch was tampered with, and recover() could no
+ * longer adopt it.
+ *
+ * Checking a file before its rows are used: the file is read whole into
+ * memory (a batch is bounded by kafka_lake.batch_max_bytes), its size, line
+ * count and CRC-32C are compared with the catalog's copy of the manifest,
+ * and only then are lines handed out (to kl_line_parse, batch_format.c).  A
+ * missing, truncated, extended or edited file is an ERROR with SQLSTATE
+ * XX001 that names the batch and the file; nothing of it is returned.  So
+ * is anything in its place that is not a regular file: files are opened by
+ * kl_open_landed (landing_files.c), which never follows a symbolic link and
+ * never blocks in open(2).  (SHA-256, ten times slower, is verify()'s job,
+ * kl_check_batch_files; see digest.c.)  A caller that reads many files
+ * passes a buffer of its own (kl_reader_open_buffer), which is reused from
+ * file to file instead of being allocated, faulted in and freed for each.
+ *
+ * Reading ahead.  The bridge reads the next batch's file while it parses
+ * the current one (kl_reader_open_ahead): the file is opened and its size
+ * checked on the backend, then read, its lines counted and its CRC-32C
+ * computed on a thread of its own, and kl_reader_wait joins it and gives
+ * the same verdict as kl_reader_open_buffer before any line is used.  The
+ * thread runs with every signal blocked and calls nothing of PostgreSQL
+ * but the CRC-32C (pure code); a read error is a result the backend
+ * reports.  The caller stops and joins it in its PG_CATCH (kl_reader_stop)
+ * before an ERROR goes on, since the abort closes the file it reads.
+ *
+ * Batches that are gone on purpose.  The foreign table and the bridge read
+ * no batch whose record files expire() removed: a set of batches that holds
+ * one is refused whole, naming the expired dates (kl_refuse_expired).  A
+ * file that is missing because a compaction or an expiry committed after
+ * the statement's snapshot listed the batch is not damage either: the
+ * latest catalog says which it was (kl_explain_gone).
+ *
+ * IDENTIFICATION
+ *	  src/landing/batch_read.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/datetime.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "base/digest.h"
+#include "format/batch_format.h"
+#include "kl_catalog/catalog.h"
+#include "kl_catalog/catalog_lifecycle.h"
+#include "landing/batch_read.h"
+#include "landing/landing_files.h"
+
+#define KL_READ_CHUNK	(16 * 1024 * 1024)
+#define KL_MANIFEST_CHUNK	(256 * 1024)
+
+/*
+ * kl_file_error_callback
+ *		Error context: which batch, file and line.
+ */
+static void
+kl_file_error_callback(void *arg)
+{
+	KlFileReader *r = (KlFileReader *) arg;
+
+	if (r->lineno > 0)
+		errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld",
+				   r->source, r->batch->batch_id, kl_file_names[r->file], (long long) r->lineno);
+	else
+		errcontext("kafka_lake source \"%s\", batch %s, file %s",
+				   r->source, r->batch->batch_id, kl_file_names[r->file]);
+}
+
+/*
+ * kl_corrupt_hint
+ *		The hint of every integrity error: what to do about a bad batch.
+ */
+static int
+kl_corrupt_hint(const char *source)
+{
+	return errhint("Landed files never change. Run kafka_lake.verify('%s'): it lists every damaged batch with what to do (restore it from a backup, or move it out of the landing directory, run kafka_lake.recover('%s') and land its offsets again with kafka_lake.replay()).",
+				   source, source);
+}
+
+/*
+ * kl_iso_date
+ *		A date as YYYY-MM-DD, whatever the session's DateStyle.
+ */
+static char *
+kl_iso_date(DateADT date)
+{
+	int			y,
+				m,
+				d;
+
+	j2date(date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
+	return psprintf("%04d-%02d-%02d", y, m, d);
+}
+
+/*
+ * kl_refuse_expired
+ *		The foreign table and the bridge read no batch whose record files
+ *		expire() removed: a query or a bridge whose batches include one is
+ *		refused whole (55000), naming the dates, rather than answered with
+ *		what is left.  what says who asks ("query", "bridge").  Does nothing
+ *		for an empty list.
+ */
+void
+kl_refuse_expired(KlSource *src, List *expired, const char *what)
+{
+	const KlBatch *first;
+	bool		dated = false;
+	DateADT		lo = 0;
+	DateADT		hi = 0;
+	TimestampTz when = 0;
+	ListCell   *cell;
+
+	if (expired == NIL)
+		return;
+	first = linitial(expired);
+	foreach(cell, expired)
+	{
+		const KlBatch *b = lfirst(cell);
+
+		when = Max(when, b->expired_at);
+		if (!b->has_dates)
+			continue;
+		lo = dated ? Min(lo, b->min_date) : b->min_date;
+		hi = dated ? Max(hi, b->max_date) : b->max_date;
+		dated = true;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 !dated ?
+			 errmsg("quarantined records of source \"%s\" have expired", src->source) :
+			 lo == hi ?
+			 errmsg("business date %s of source \"%s\" has expired", kl_iso_date(lo), src->source) :
+			 errmsg("business dates %s to %s of source \"%s\" have expired",
+					kl_iso_date(lo), kl_iso_date(hi), src->source),
+			 errdetail("kafka_lake.expire() removed the record files of %d %s this %s needs "
+					   "(the first: batch %s of partition %d, offsets %lld to %lld), the last at %s; "
+					   "their manifests and coordinates are kept, and nothing is returned rather than part of the data.",
+					   list_length(expired), list_length(expired) == 1 ? "batch" : "batches", what,
+					   first->batch_id, first->partition, (long long) first->first_offset,
+					   (long long) first->last_offset, timestamptz_to_str(when)),
+			 strcmp(what, "bridge") == 0 ?
+			 errhint("The gold of an expired date stays readable with kafka_lake.gold_as_of() (kafka_lake.snapshots lists its snapshots); it cannot be bridged again.") :
+			 dated ?
+			 errhint("Restrict the query to business dates after %s (business_date > '%s'), or read the gold of an expired date with kafka_lake.gold_as_of() (kafka_lake.snapshots lists its snapshots).",
+					 kl_iso_date(hi), kl_iso_date(hi)) :
+			 errhint("Restrict the query to records that have not expired, for example with a business_date clause.")));
+}
+
+/*
+ * kl_explain_gone
+ *		A file of a batch that the statement's snapshot lists is missing.  If
+ *		a compaction or an expiry committed since (and removed it at its
+ *		commit), say so: a serialization failure to retry (the compacted
+ *		batch holds the records), or the expired date.  Otherwise return:
+ *		the batch is damaged.  errno is kept for the caller's message.
+ */
+static void
+kl_explain_gone(KlSource *src, const KlBatch *b)
+{
+	int			save = errno;
+	char	   *into = NULL;
+	TimestampTz at = 0;
+
+	switch (kl_catalog_batch_fate(src, b->batch_id, &into, &at))
+	{
+		case KL_FATE_COMPACTED:
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("batch %s of source \"%s\" was compacted while this statement ran",
+							b->batch_id, src->source),
+					 errdetail("kafka_lake.compact() merged it into batch %s and removed its directory once it committed.",
+							   into),
+					 errhint("Run the statement again: it reads the compacted batch.")));
+			break;
+		case KL_FATE_EXPIRED:
+			{
+				KlBatch    *copy = palloc(sizeof(KlBatch));
+
+				memcpy(copy, b, sizeof(KlBatch));
+				copy->expired = true;
+				copy->expired_at = at;
+				kl_refuse_expired(src, list_make1(copy), "statement");
+			}
+			break;
+		case KL_FATE_UNCHANGED:
+			break;
+	}
+	errno = save;
+}
+
+/*
+ * kl_reader_start
+ *		The first half of kl_reader_open_buffer: open one file of a batch,
+ *		check that it is a regular file of its manifest's size, and size
+ *		*buffer for it (grown as needed, in the current memory context, and
+ *		kept by the caller for the next file).  The bytes are read by
+ *		kl_reader_fill, then judged by kl_reader_finish.
+ */
+static void
+kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+				char **buffer, size_t *buffer_size, KlReadAhead *ra)
+{
+	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *path = psprintf("%s/%s%s/%s", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id,
+								kl_file_names[file]);
+	const KlFileInfo *expect = &b->files[file];
+	int			fd;
+	const char *not_regular;
+	struct stat st;
+
+	pfree(dir);
+	memset(r, 0, sizeof(*r));
+	r->source = src->source;
+	r->batch = b;
+	r->file = file;
+	r->path = path;
+
+	fd = kl_open_landed(path, &not_regular);
+	if (fd < 0 && not_regular == NULL && errno == ENOENT)
+		kl_explain_gone(src, b);
+	if (fd < 0 && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" is not a regular file",
+						kl_file_names[file], b->batch_id, src->source),
+				 errdetail("\"%s\" is %s.", path, not_regular),
+				 kl_corrupt_hint(src->source)));
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" is missing",
+						kl_file_names[file], b->batch_id, src->source),
+				 errdetail("Could not open \"%s\": %m.", path),
+				 kl_corrupt_hint(src->source)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path),
+				 errhint("Check the permissions of kafka_lake.landing_dir.")));
+	if (st.st_size != expect->bytes)
+	{
+		CloseTransientFile(fd);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" has %lld bytes, its manifest says %lld",
+						kl_file_names[file], b->batch_id, src->source,
+						(long long) st.st_size, (long long) expect->bytes),
+				 errdetail("The file was %s after it was landed.",
+						   st.st_size < expect->bytes ? "truncated" : "extended"),
+				 kl_corrupt_hint(src->source)));
+	}
+
+	if (*buffer == NULL || *buffer_size < (size_t) expect->bytes + 1)
+	{
+		if (*buffer)
+			pfree(*buffer);
+		*buffer = NULL;
+		*buffer_size = Max((size_t) expect->bytes + 1, 64 * 1024);
+		*buffer = MemoryContextAllocHuge(CurrentMemoryContext, *buffer_size);
+	}
+	r->data = *buffer;
+	r->own_data = false;
+
+	memset(ra, 0, sizeof(*ra));
+	ra->fd = fd;
+	ra->data = r->data;
+	ra->want = (size_t) expect->bytes;
+}
+
+/*
+ * kl_reader_fill
+ *		The middle of reading a file: its bytes, its lines, its CRC-32C.
+ *		Only read(2), memchr and CRC-32C: no palloc, no ereport, so that it
+ *		can run on the read-ahead thread (on the backend, it checks for
+ *		interrupts between reads).  A read error is a result.
+ */
+static void
+kl_reader_fill(KlReadAhead *ra, bool backend)
+{
+	while (ra->done < ra->want && !ra->cancel)
+	{
+		ssize_t		n;
+
+		if (backend)
+			CHECK_FOR_INTERRUPTS();
+		n = read(ra->fd, ra->data + ra->done, Min(ra->want - ra->done, KL_READ_CHUNK));
+
+		if (n < 0)
+		{
+			ra->read_errno = errno;
+			return;
+		}
+		if (n == 0)
+			break;
+		ra->done += n;
+	}
+	ra->data[ra->done] = '\0';
+	for (const char *p = ra->data; (p = memchr(p, '\n', ra->data + ra->done - p)) != NULL; p++)
+		ra->lines++;
+	ra->crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, ra->data, ra->done));
+}
+
+/*
+ * kl_reader_finish
+ *		The last half of kl_reader_open_buffer: close the file and compare
+ *		what was read with the catalog's copy of the manifest.
+ */
+static void
+kl_reader_finish(KlFileReader *r, KlReadAhead *ra)
+{
+	const KlBatch *b = r->batch;
+	int			file = r->file;
+	const KlFileInfo *expect = &b->files[file];
+	const char *path = r->path;
+	size_t		done = ra->done;
+
+	CloseTransientFile(ra->fd);
+	ra->fd = -1;
+	if (ra->read_errno != 0)
+	{
+		errno = ra->read_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", path),
+				 errhint("Check the file system of kafka_lake.landing_dir.")));
+	}
+	r->len = done;
+	if (done != (size_t) expect->bytes || ra->lines != expect->lines || ra->crc != expect->crc32c ||
+		(r->len > 0 && r->data[r->len - 1] != '\n'))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file %s of batch %s of source \"%s\" does not match its manifest",
+						kl_file_names[file], b->batch_id, r->source),
+				 done != (size_t) expect->bytes ?
+				 errdetail("Only %zu of its %lld bytes could be read.",
+						   done, (long long) expect->bytes) :
+				 ra->lines != expect->lines ?
+				 errdetail("It has %lld lines, its manifest says %lld.",
+						   (long long) ra->lines, (long long) expect->lines) :
+				 errdetail("Its CRC-32C differs from its manifest's: its bytes were edited."),
+				 kl_corrupt_hint(r->source)));
+
+	r->pos = r->data;
+	r->errcallback.callback = kl_file_error_callback;
+	r->errcallback.arg = r;
+}
+
+/*
+ * kl_reader_open_buffer
+ *		Read one file of a batch into *buffer (grown as needed, in the
+ *		current memory context, and kept by the caller for the next file)
+ *		and check it against the catalog's copy of its manifest before
+ *		anything of it is used.
+ */
+void
+kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+					  char **buffer, size_t *buffer_size)
+{
+	KlReadAhead ra;
+
+	kl_reader_start(r, src, b, file, buffer, buffer_size, &ra);
+	kl_reader_fill(&ra, true);
+	kl_reader_finish(r, &ra);
+}
+
+/*
+ * kl_read_ahead_main
+ *		The read-ahead thread: kl_reader_fill.
+ */
+static void *
+kl_read_ahead_main(void *arg)
+{
+	kl_reader_fill((KlReadAhead *) arg, false);
+	return NULL;
+}
+
+/*
+ * kl_reader_open_ahead
+ *		kl_reader_open_buffer, with the reading done by a thread of its own
+ *		while the caller goes on (with the previous file, say): the file is
+ *		opened and its size checked here, its bytes read, its lines counted
+ *		and its CRC-32C computed on the thread, and the verdict given by
+ *		kl_reader_wait, before any line is used.  The caller stops the
+ *		thread with kl_reader_stop in its PG_CATCH, before the error goes
+ *		on (an abort closes the file the thread reads).  The thread runs
+ *		with every signal blocked; without a thread the file is read here.
+ */
+void
+kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+					 char **buffer, size_t *buffer_size, KlReadAhead *ra)
+{
+	sigset_t	all;
+	sigset_t	old;
+
+	kl_reader_start(r, src, b, file, buffer, buffer_size, ra);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ra->running = (pthread_create(&ra->thread, NULL, kl_read_ahead_main, ra) == 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ra->running)
+		kl_reader_fill(ra, true);
+}
+
+/*
+ * kl_reader_wait
+ *		Join the read-ahead of kl_reader_open_ahead and judge the file: from
+ *		here on, r hands out its lines as kl_reader_open_buffer's would.
+ */
+void
+kl_reader_wait(KlFileReader *r, KlReadAhead *ra)
+{
+	if (ra->running)
+	{
+		pthread_join(ra->thread, NULL);
+		ra->running = false;
+	}
+	CHECK_FOR_INTERRUPTS();
+	kl_reader_finish(r, ra);
+}
+
+/*
+ * kl_reader_stop
+ *		Stop and join a read-ahead, if one is out (for a PG_CATCH).
+ */
+void
+kl_reader_stop(KlReadAhead *ra)
+{
+	if (ra == NULL || !ra->running)
+		return;
+	ra->cancel = true;
+	pthread_join(ra->thread, NULL);
+	ra->running = false;
+}
+
+/*
+ * kl_check_manifest
+ *		A batch agrees with its manifest, or ERROR (XX001): manifest.json is
+ *		there, a regular file, and it is the file the catalog recorded when
+ *		the batch landed: its size and CRC-32C (what the data files are
+ *		checked by, too), or its SHA-256 for a batch recorded without them
+ *		(landed by kafka_lake 1.0).  The foreign table and the bridge call it
+ *		once per batch before they use any of its files.  The manifest is
+ *		read in chunks, never held whole.
+ */
+void
+kl_check_manifest(KlSource *src, const KlBatch *b)
+{
+	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *path = psprintf("%s/%s%s/manifest.json", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id);
+	const char *not_regular;
+	int			fd = kl_open_landed(path, &not_regular);
+	struct stat st;
+	bool		by_crc = (b->manifest_bytes >= 0);
+	KlSha256   *sha = by_crc ? NULL : kl_sha256_create();
+	uint32		crc = KL_CRC32C_INIT;
+	char	   *buf;
+	int64		done = 0;
+	bool		same;
+
+	pfree(dir);
+	if (fd < 0 && not_regular == NULL && errno == ENOENT)
+		kl_explain_gone(src, b);
+	if (fd < 0 && not_regular != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" is not a regular file",
+						b->batch_id, src->source),
+				 errdetail("\"%s\" is %s.", path, not_regular),
+				 kl_corrupt_hint(src->source)));
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" is missing",
+						b->batch_id, src->source),
+				 errdetail("Could not open \"%s\": %m.", path),
+				 kl_corrupt_hint(src->source)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path),
+				 errhint("Check the permissions of kafka_lake.landing_dir.")));
+	if (by_crc && st.st_size != b->manifest_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
+						b->batch_id, src->source),
+				 errdetail("It has %lld bytes; the catalog recorded %lld when the batch landed.",
+						   (long long) st.st_size, (long long) b->manifest_bytes),
+				 kl_corrupt_hint(src->source)));
+
+	buf = palloc(KL_MANIFEST_CHUNK);
+	for (;;)
+	{
+		ssize_t		n = read(fd, buf, KL_MANIFEST_CHUNK);
+
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", path),
+					 errhint("Check the file system of kafka_lake.landing_dir.")));
+		if (n == 0)
+			break;
+		if (by_crc)
+			crc = kl_crc32c(crc, buf, n);
+		else
+			kl_sha256_update(sha, buf, n);
+		done += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	CloseTransientFile(fd);
+	pfree(buf);
+	if (by_crc)
+		same = (done == b->manifest_bytes && kl_crc32c_final(crc) == b->manifest_crc32c);
+	else
+	{
+		uint8		digest[KL_SHA256_LEN];
+		char		hex[KL_SHA256_HEX_LEN + 1];
+
+		kl_sha256_final(sha, digest);
+		kl_hex(digest, KL_SHA256_LEN, hex);
+		same = (strcmp(hex, b->manifest_sha256) == 0);
+	}
+	if (!same)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
+						b->batch_id, src->source),
+				 errdetail(by_crc ?
+						   "Its CRC-32C differs from the one the catalog recorded when the batch landed: it was edited." :
+						   "Its SHA-256 differs from the one the catalog recorded when the batch landed: it was edited."),
+				 kl_corrupt_hint(src->source)));
+	pfree(path);
+}
+
+/*
+ * kl_reader_open
+ *		Read one file of a batch into memory of its own and check it
+ *		against the catalog's copy of its manifest before anything of it is
+ *		used.
+ */
+void
+kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file)
+{
+	char	   *buffer = NULL;
+	size_t		size = 0;
+
+	kl_reader_open_buffer(r, src, b, file, &buffer, &size);
+	r->own_data = true;
+}
+
+/*
+ * kl_reader_next
+ *		The next line (without its LF); false at the end of the file.
+ */
+bool
+kl_reader_next(KlFileReader *r, const char **line, size_t *len)
+{
+	const char *end = r->data + r->len;
+	const char *nl;
+
+	if (r->pos >= end)
+		return false;
+	nl = memchr(r->pos, '\n', end - r->pos);
+	*line = r->pos;
+	*len = nl - r->pos;
+	r->pos = nl + 1;
+	r->lineno++;
+	return true;
+}
+
+/*
+ * kl_reader_close
+ *		Release the file's memory (unless it is the caller's buffer).
+ */
+void
+kl_reader_close(KlFileReader *r)
+{
+	if (r->data && r->own_data)
+		pfree(r->data);
+	r->data = NULL;
+	if (r->path)
+		pfree(r->path);
+	r->path = NULL;
+}
+
+/*
+ * kl_check_batch_files
+ *		Compare a batch's files with the checks in *b: always presence and
+ *		size; with full, also the line count, CRC-32C and SHA-256.  Returns
+ *		NULL when all is well, else the problem (and the file's index).
+ */
+char *
+kl_check_batch_files(const char *batch_dir, const KlBatch *b, bool full, int *bad_file)
+{
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		char	   *path = psprintf("%s/%s", batch_dir, kl_file_names[i]);
+		struct stat st;
+
+		*bad_file = i;
+		if (lstat(path, &st) != 0)
+			return psprintf("missing_file: %s: %m", kl_file_names[i]);
+		if (!S_ISREG(st.st_mode))
+			return psprintf("missing_file: %s is not a regular file (it is %s)",
+							kl_file_names[i], kl_file_kind(st.st_mode));
+		if (st.st_size != b->files[i].bytes)
+			return psprintf("size_mismatch: %s has %lld bytes, its manifest says %lld",
+							kl_file_names[i], (long long) st.st_size,
+							(long long) b->files[i].bytes);
+		if (full)
+		{
+			size_t		len;
+			const char *not_regular;
+			char	   *data = kl_read_whole_file(path, &len, &not_regular);
+			uint8		digest[KL_SHA256_LEN];
+			char		hex[KL_SHA256_HEX_LEN + 1];
+			int64		lines = 0;
+
+			if (data == NULL)
+				return psprintf("missing_file: %s %s", kl_file_names[i],
+								kl_landed_open_problem(not_regular));
+			for (const char *p = data; (p = memchr(p, '\n', data + len - p)) != NULL; p++)
+				lines++;
+			if (lines != b->files[i].lines)
+				return psprintf("line_count_mismatch: %s has %lld lines, its manifest says %lld",
+								kl_file_names[i], (long long) lines, (long long) b->files[i].lines);
+			if (kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len)) != b->files[i].crc32c)
+				return psprintf("checksum_mismatch: %s has a different CRC-32C than its manifest",
+								kl_file_names[i]);
+			kl_sha256(data, len, digest);
+			kl_hex(digest, KL_SHA256_LEN, hex);
+			if (strcmp(hex, b->files[i].sha256) != 0)
+				return psprintf("checksum_mismatch: %s has SHA-256 %s, its manifest says %s",
+								kl_file_names[i], hex, b->files[i].sha256);
+			pfree(data);
+		}
+	}
+	*bad_file = -1;
+	return NULL;
+}
+
+/*
+ * kl_read_manifest
+ *		Read a batch's manifest.json into *b and its entries into *recs
+ *		(kl_manifest_parse); ERROR (XX001) when it cannot be read.
+ */
+void
+kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
+{
+	char	   *path = psprintf("%s/manifest.json", batch_dir);
+	size_t		len;
+	const char *not_regular;
+	char	   *text = kl_read_whole_file(path, &len, &not_regular);
+
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" %s", path, kl_landed_open_problem(not_regular))));
+	kl_manifest_parse(path, text, len, b, recs, n);
+	pfree(text);
+}

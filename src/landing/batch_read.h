@@ -1,0 +1,65 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch_read.h
+ *	  A landed batch's files read back, checked (batch_read.c).
+ *
+ * IDENTIFICATION
+ *	  src/landing/batch_read.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KAFKA_LAKE_BATCH_READ_H
+#define KAFKA_LAKE_BATCH_READ_H
+
+#include <pthread.h>
+
+#include "format/batch_format.h"
+#include "kl_catalog/catalog.h"
+
+/* One file of a batch, read and checked */
+typedef struct KlFileReader
+{
+	const char *source;
+	const KlBatch *batch;
+	int			file;			/* KL_FILE_* */
+	char	   *path;
+	char	   *data;			/* the whole file */
+	size_t		len;
+	const char *pos;			/* next line */
+	int64		lineno;			/* of the last line returned */
+	ErrorContextCallback errcallback;
+	bool		own_data;		/* data is freed by kl_reader_close */
+} KlFileReader;
+
+/* a file being read by a thread of its own (kl_reader_open_ahead) */
+typedef struct KlReadAhead
+{
+	pthread_t	thread;
+	bool		running;		/* joined by kl_reader_wait or kl_reader_stop */
+	int			fd;
+	char	   *data;			/* the caller's buffer */
+	size_t		want;			/* bytes, as the manifest says */
+	volatile bool cancel;		/* set by kl_reader_stop */
+	size_t		done;			/* results, read after the join */
+	int64		lines;
+	uint32		crc;
+	int			read_errno;
+} KlReadAhead;
+
+extern void kl_check_manifest(KlSource *src, const KlBatch *b);
+extern void kl_refuse_expired(KlSource *src, List *expired, const char *what);
+extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file);
+extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+								  char **buffer, size_t *buffer_size);
+extern void kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+								 char **buffer, size_t *buffer_size, KlReadAhead *ra);
+extern void kl_reader_wait(KlFileReader *r, KlReadAhead *ra);
+extern void kl_reader_stop(KlReadAhead *ra);
+extern bool kl_reader_next(KlFileReader *r, const char **line, size_t *len);
+extern void kl_reader_close(KlFileReader *r);
+extern char *kl_check_batch_files(const char *batch_dir, const KlBatch *b,
+								  bool full, int *bad_file);
+extern void kl_read_manifest(const char *batch_dir, KlBatch *b,
+							 KlRecord **recs, int *n);
+
+#endif							/* KAFKA_LAKE_BATCH_READ_H */

@@ -1,0 +1,229 @@
+/*-------------------------------------------------------------------------
+ *
+ * expire.c
+ *	  kafka_lake.expire(source, before | older_than, closed_only): remove
+ *	  the record files of old batches, keep everything that says what was
+ *	  landed.
+ *
+ * WHAT RETENTION REMOVES, AND WHAT IT KEEPS
+ *
+ * A batch expires when every business date of its events is older than the
+ * limit (a batch without dates, all of it quarantined, when the day it
+ * landed is).  Its three record files (accepted, duplicates, quarantine)
+ * are removed.  Kept, for good: its manifest.json (every coordinate with
+ * its fingerprint, status and event_id), its catalog rows (batches, with
+ * expired_at set; coordinates; accepted_events), and the bridge's adapter
+ * versions, runs and gold snapshots.  So every coordinate stays known: a
+ * redelivered or replayed expired record is reused, never landed twice,
+ * and its event_id stays accepted once.  The foreign table and the bridge
+ * refuse a date whose batches expired instead of returning part of it
+ * (batch_read.c), and verify() tells an expired batch from a damaged one.
+ *
+ * THE PROTOCOL
+ *
+ * For each partition it owns (the partition lock), after recovering it:
+ *	1. write the batch directory's EXPIRED marker (fsynced; it goes again
+ *	   if the transaction aborts);
+ *	2. set the batch's expired_at in the caller's transaction;
+ *	3. once that has committed, remove the record files (fileundo.c).
+ * A crash before the commit leaves a marker on a batch the catalog does not
+ * call expired: recover() removes it.  A crash after the commit leaves
+ * record files of an expired batch: recover() removes them.  A batch
+ * directory with its marker but without its record files is adopted as an
+ * expired batch (recover.c), so the marker is what lets the disk alone say
+ * that the files went on purpose.
+ *
+ * A batch and its readmit units (readmit.c) expire together, when the
+ * business dates of all of them are past the limit: a unit holds records
+ * of its batch, recover() adopts or forgets it by its batch, and readmit()
+ * judges the batch's quarantine lines again, so neither may outlive the
+ * other.  Each gets its own marker and expired_at.  readmit() skips an
+ * expired batch (its quarantine lines are gone), and compact() leaves
+ * expired batches alone.
+ *
+ * closed_only => true expires only batches each of whose business dates
+ * has a closing certificate in effect (kafka_lake.date_closings, status
+ * 'closed'; a date reopened since is not closed); a batch without dates is
+ * then kept.
+ *
+ * IDENTIFICATION
+ *	  src/lifecycle/expire.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "access/xact.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "base/args.h"
+#include "base/compat.h"
+#include "format/batch_format.h"
+#include "kl_catalog/catalog.h"
+#include "kl_catalog/catalog_lifecycle.h"
+#include "kl_catalog/locks.h"
+#include "landing/fileundo.h"
+#include "landing/landing_files.h"
+#include "landing/recover.h"
+#include "landing/source_lock.h"
+#include "lifecycle/expire.h"
+
+PG_FUNCTION_INFO_V1(kafka_lake_expire);
+
+/*
+ * kl_expire_limit
+ *		The first business date that stays: before, or the day (in the
+ *		session's time zone) that older_than before now falls on.
+ */
+static DateADT
+kl_expire_limit(FunctionCallInfo fcinfo)
+{
+	bool		has_before = !PG_ARGISNULL(1);
+	bool		has_older = !PG_ARGISNULL(2);
+
+	if (!has_before && !has_older)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("before or older_than must not be null"),
+				 errhint("Say what expires, for example kafka_lake.expire('machine_events', older_than => '90 days') or kafka_lake.expire('machine_events', before => '2026-01-01').")));
+	if (has_before && has_older)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("before and older_than cannot both be given"),
+				 errhint("Give one limit: a date (before) or an age (older_than).")));
+	if (has_before)
+	{
+		DateADT		before = PG_GETARG_DATEADT(1);
+
+		if (DATE_NOT_FINITE(before))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("before must be a finite date"),
+					 errhint("Business dates older than this date expire.")));
+		return before;
+	}
+	{
+		Interval   *age = PG_GETARG_INTERVAL_P(2);
+		Interval	zero = {0};
+		Datum		when;
+
+		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(age),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("older_than must not be negative"),
+					 errhint("Business dates older than now minus this interval expire, for example '90 days'.")));
+		when = DirectFunctionCall2(timestamptz_mi_interval,
+								   TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+								   IntervalPGetDatum(age));
+		return DatumGetDateADT(DirectFunctionCall1(timestamptz_date, when));
+	}
+}
+
+/*
+ * kl_expire_batch
+ *		Steps 1 to 3 of the file header for one batch of a partition the
+ *		caller owns.  false when its directory is gone (verify() reports it).
+ */
+static bool
+kl_expire_batch(KlSource *src, const KlBatch *b, TimestampTz now)
+{
+	char	   *dir = psprintf("%s/%s%s", kl_partition_dir(src, b->partition),
+							   KL_BATCH_DIR_PREFIX(b), b->batch_id);
+	struct stat st;
+
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+	{
+		ereport(WARNING,
+				(errmsg("%s %s of source \"%s\" is not expired: its directory is missing",
+						b->readmit ? "readmit unit" : "batch", b->batch_id, src->source),
+				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
+		return false;
+	}
+	/* what lies there and is not a marker is refused, never removed at abort */
+	kl_check_expired_marker_slot(dir);
+	kl_undo_remove_at_abort(kl_expired_marker_path(dir), false, "expire()");
+	kl_write_expired_marker(dir, b->batch_id, now);
+	kl_catalog_mark_expired(src, b->batch_id, now);
+	for (int f = 0; f < KL_NFILES; f++)
+		kl_undo_remove_file_at_commit(psprintf("%s/%s", dir, kl_file_names[f]), "expire()");
+	return true;
+}
+
+/*
+ * kafka_lake_expire
+ *		expire(source, before, older_than, closed_only): one row per batch
+ *		expired, and per partition another session owns ("locked").
+ */
+Datum
+kafka_lake_expire(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KlSource   *src;
+	DateADT		limit;
+	bool		closed_only = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	List	   *partitions;
+	ListCell   *cell;
+
+	/* the arguments first, then the source */
+	kl_check_not_null(fcinfo, 0, "source", NULL);
+	limit = kl_expire_limit(fcinfo);
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	kl_source_lock(src);
+	kl_init_materialized_srf(fcinfo);
+	partitions = kl_catalog_partitions(src);
+	list_sort(partitions, list_int_cmp);
+	foreach(cell, partitions)
+	{
+		int32		p = lfirst_int(cell);
+		ListCell   *bc;
+		Datum		values[8] = {0};
+		bool		nulls[8] = {0};
+		char		kept[KL_BATCH_ID_LEN + 1] = "";
+
+		values[0] = CStringGetTextDatum(src->topic);
+		values[1] = Int32GetDatum(p);
+		if (!kl_try_lock_partition(src, p))
+		{
+			values[3] = CStringGetTextDatum("locked");
+			nulls[2] = nulls[4] = nulls[5] = nulls[6] = nulls[7] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
+		}
+		kl_recover_partition(src, p, NULL, NULL);
+		foreach(bc, kl_catalog_expirable(src, p, limit, closed_only))
+		{
+			KlBatch    *b = lfirst(bc);
+
+			CHECK_FOR_INTERRUPTS();
+			/* the units of a batch that did not expire stay with it */
+			if (b->readmit && strcmp(b->readmit_of, kept) == 0)
+				continue;
+			if (!kl_expire_batch(src, b, now))
+			{
+				if (!b->readmit)
+					strlcpy(kept, b->batch_id, sizeof(kept));
+				continue;
+			}
+			memset(nulls, 0, sizeof(nulls));
+			values[2] = CStringGetTextDatum(b->batch_id);
+			values[3] = CStringGetTextDatum("expired");
+			values[4] = Int32GetDatum(b->record_count);
+			values[5] = DateADTGetDatum(b->min_date);
+			values[6] = DateADTGetDatum(b->max_date);
+			nulls[5] = nulls[6] = !b->has_dates;
+			values[7] = Int64GetDatum(b->files[0].bytes + b->files[1].bytes + b->files[2].bytes);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}
