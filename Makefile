@@ -19,6 +19,7 @@ OBJS = \
 	src/base/fault.o \
 	src/base/settings.o \
 	src/base/args.o \
+	src/base/thread_job.o \
 	src/contract/contract.o \
 	src/contract/contract_define.o \
 	src/format/batch_format.o \

@@ -19,12 +19,13 @@
  * work then run on two cores.  The thread is created per buffer (about 260
  * per million events, some 30 microseconds each) and joined before the
  * next one starts, before the digest is finished and the file fsynced, so
- * at most one is out and none outlives pass 1.  It runs with every signal
- * blocked (cancel and timeouts are the backend's), calls nothing of
- * PostgreSQL (no palloc, no ereport: a failed write or digest is a result,
- * reported by the backend after the join, with the message a synchronous
- * write gave), and reads only the buffer the backend does not touch until
- * the join.  Pass 1 runs inside a PG_TRY whose PG_CATCH stops and joins it
+ * at most one is out and none outlives pass 1.  It is a job of
+ * base/thread_job.c, with its rules: every signal blocked (cancel and
+ * timeouts are the backend's), nothing of PostgreSQL called (no palloc, no
+ * ereport: a failed write or digest is a result, reported by the backend
+ * after the join, with the message a synchronous write gave), only the
+ * buffer the backend does not touch until the join read, and the abort
+ * callbacks as a backstop.  Pass 1 runs inside a PG_TRY whose PG_CATCH stops and joins it
  * (kl_bridge_write_stop) before an ERROR or a cancel goes on, so the file
  * and buffers it uses are still there for it.  A join can wait for one
  * write(2) of 1 MB, as the synchronous write did.  Should the thread not
@@ -47,8 +48,6 @@
 #include "postgres.h"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +63,7 @@
 
 #include "base/digest.h"
 #include "base/json.h"
+#include "base/thread_job.h"
 #include "bridge/bridge.h"
 #include "bridge/catalog_bridge.h"
 #include "format/batch_format.h"
@@ -161,15 +161,13 @@ kl_bridge_open_csv(KlBridge *b)
  */
 typedef struct KlCsvWriter
 {
-	pthread_t	thread;
-	bool		running;		/* a job is out: join before anything else */
+	KlJob		job_out;		/* a job is out: join before anything else */
 	int			fd;				/* the temporary CSV */
 	EVP_MD_CTX *sha;			/* the digest of the bytes so far */
 	bool		flush;			/* start the writeback (fsync is on) */
 	StringInfoData job;			/* the bytes of the job out, then the spare
 								 * buffer */
 	off_t		start;			/* where they go in the file */
-	volatile bool cancel;		/* set by the backend: stop early */
 	bool		sha_failed;		/* results, read after the join */
 	int			write_errno;
 } KlCsvWriter;
@@ -179,8 +177,8 @@ typedef struct KlCsvWriter
  *		The job: SHA-256, write(2), the writeback's start.  Only OpenSSL and
  *		libc: no palloc, no ereport, no PostgreSQL state.
  */
-static void *
-kl_csv_writer_main(void *arg)
+static void
+kl_csv_writer_main(void *arg, const volatile bool *cancel)
 {
 	KlCsvWriter *w = (KlCsvWriter *) arg;
 	const char *p = w->job.data;
@@ -189,9 +187,9 @@ kl_csv_writer_main(void *arg)
 	if (EVP_DigestUpdate(w->sha, p, left) != 1)
 	{
 		w->sha_failed = true;
-		return NULL;
+		return;
 	}
-	while (left > 0 && !w->cancel)
+	while (left > 0 && !*cancel)
 	{
 		ssize_t		n;
 
@@ -200,7 +198,7 @@ kl_csv_writer_main(void *arg)
 		if (n <= 0)
 		{
 			w->write_errno = errno ? errno : ENOSPC;
-			return NULL;
+			return;
 		}
 		p += n;
 		left -= n;
@@ -212,11 +210,10 @@ kl_csv_writer_main(void *arg)
 	 * failure here is only a missed hint; the fsync reports real trouble.
 	 */
 #if defined(HAVE_SYNC_FILE_RANGE)
-	if (w->flush && w->job.len > 0 && !w->cancel)
+	if (w->flush && w->job.len > 0 && !*cancel)
 		(void) sync_file_range(w->fd, w->start, (off_t) w->job.len,
 							   SYNC_FILE_RANGE_WRITE);
 #endif
-	return NULL;
 }
 
 /*
@@ -250,10 +247,9 @@ kl_bridge_write_wait(KlBridge *b)
 {
 	KlCsvWriter *w = b->writer;
 
-	if (w == NULL || !w->running)
+	if (w == NULL || !kl_job_out(&w->job_out))
 		return;
-	pthread_join(w->thread, NULL);
-	w->running = false;
+	kl_job_wait(&w->job_out, true);
 	kl_csv_writer_report(b, w);
 }
 
@@ -267,11 +263,8 @@ kl_bridge_write_stop(KlBridge *b)
 {
 	KlCsvWriter *w = b->writer;
 
-	if (w == NULL || !w->running)
-		return;
-	w->cancel = true;
-	pthread_join(w->thread, NULL);
-	w->running = false;
+	if (w != NULL)
+		kl_job_stop(&w->job_out);
 }
 
 /*
@@ -285,9 +278,6 @@ kl_bridge_write(KlBridge *b, KlSha256 *sha, StringInfo buf)
 {
 	KlCsvWriter *w = b->writer;
 	StringInfoData spare;
-	sigset_t	all;
-	sigset_t	old;
-	int			rc;
 
 	if (w == NULL)
 	{
@@ -312,26 +302,14 @@ kl_bridge_write(KlBridge *b, KlSha256 *sha, StringInfo buf)
 	w->sha = (EVP_MD_CTX *) sha->ctx;
 	w->flush = enableFsync;
 	w->start = (off_t) b->csv_bytes;
-	w->cancel = false;
 	w->sha_failed = false;
 	w->write_errno = 0;
 	b->csv_bytes += w->job.len;
 
-	/* the thread runs none of PostgreSQL's signal handlers */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&w->thread, NULL, kl_csv_writer_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0)
-	{
-		w->running = true;
-		return;
-	}
-
-	/* no thread: do the job here */
-	kl_csv_writer_main(w);
-	w->running = false;
-	kl_csv_writer_report(b, w);
+	/* on a thread (base/thread_job.c), or here when there is none */
+	w->job_out = kl_job_start(kl_csv_writer_main, w);
+	if (!kl_job_out(&w->job_out))
+		kl_csv_writer_report(b, w);
 }
 
 /*

@@ -54,6 +54,7 @@
 #include "utils/snapmgr.h"
 
 #include "base/digest.h"
+#include "base/fault.h"
 #include "base/json.h"
 #include "base/keyset.h"
 #include "bridge/bridge.h"
@@ -403,8 +404,13 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 		reader.errcallback.arg = &reader;
 		cell = kl_bridge_next_batch(b, batches, lnext(batches, cell));
 		if (cell)
+		{
 			kl_bridge_read_ahead(b, lfirst(cell), &readers[1 - cur], &buffers[1 - cur],
 								 &buffer_sizes[1 - cur], ra);
+			/* the tests stop the bridge here, the read-ahead out */
+			kl_fault_point("bridge_while_reading_ahead");
+			kl_fault_point("cancel_bridge_while_reading_ahead");
+		}
 		reader.errcallback.previous = error_context_stack;
 		error_context_stack = &reader.errcallback;
 
@@ -481,7 +487,12 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 			}
 			kl_csv_append_values(&out, values, ncol);
 			if (out.len >= KL_BRIDGE_WRITE_CHUNK)
+			{
 				kl_bridge_write(b, sha, &out);
+				/* the tests stop the bridge here, a buffer out to the writer */
+				kl_fault_point("bridge_while_writing_csv");
+				kl_fault_point("cancel_bridge_while_writing_csv");
+			}
 
 			if (b->selected / 8 >= b->first_seen_cap)
 			{

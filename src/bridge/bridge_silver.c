@@ -54,6 +54,7 @@
 #include "utils/timestamp.h"
 
 #include "base/bulk_insert.h"
+#include "base/fault.h"
 #include "base/json.h"
 #include "base/keyset.h"
 #include "bridge/bridge.h"
@@ -366,6 +367,7 @@ kl_bridge_load_silver_rows(KlBridge *b, KlCsvAhead *ahead)
 	int			natts;
 	int			date_att = -1;
 	int64		event = 0;
+	bool		started = false;
 	Datum		run_id = CStringGetTextDatum(b->run_id);
 	ListCell   *cell;
 	List	   *declared = NIL;
@@ -445,6 +447,7 @@ kl_bridge_load_silver_rows(KlBridge *b, KlCsvAhead *ahead)
 
 	/* the records: the next block read and split on a thread meanwhile */
 	kl_csv_ahead_start(ahead, &r, ncol);
+	started = false;
 	while ((n = kl_csv_ahead_next(ahead, &f, &lens)) >= 0)
 	{
 		TupleTableSlot *slot;
@@ -455,6 +458,13 @@ kl_bridge_load_silver_rows(KlBridge *b, KlCsvAhead *ahead)
 
 		if ((r.records & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
+		if (!started)
+		{
+			started = true;
+			/* the tests stop silver here, the next block read ahead */
+			kl_fault_point("silver_while_reading_ahead");
+			kl_fault_point("cancel_silver_while_reading_ahead");
+		}
 		if (n != ncol)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),

@@ -22,7 +22,7 @@
  *
  * The columns and their order are the contract's (bridge_define.c says
  * which); KlCsvColumn in csv.h lists machine_event_v1's, in the order the
- * README's canonical CSV section gives.
+ * canonical CSV section of docs/bridge.md gives.
  *
  * Reading: the bridge loads silver from the CSV it just hashed, the way the
  * seed's pipeline loads its input file, so the transform sees exactly the
@@ -40,11 +40,11 @@
  * not return, after the header, are read again).  The bytes after a block's last
  * whole record are carried to the start of the other block before its job
  * starts; a record larger than a block grows the block (on the backend,
- * between jobs).  The thread runs with every signal blocked, calls neither
- * palloc nor ereport (a read error or a malformed record is a result the
- * backend reports when it gets there), and only one job is out at a time,
- * joined before the block it fills is read; kl_csv_ahead_stop joins it
- * from the caller's PG_CATCH.
+ * between jobs).  Each is a job of base/thread_job.c, with its rules (every
+ * signal blocked, neither palloc nor ereport: a read error or a malformed
+ * record is a result the backend reports when it gets there), and only one
+ * is out at a time, joined before the block it fills is read;
+ * kl_csv_ahead_stop joins it from the caller's PG_CATCH.
  *
  * IDENTIFICATION
  *	  src/bridge/csv.c
@@ -54,8 +54,6 @@
 #include "postgres.h"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "miscadmin.h"
@@ -438,22 +436,22 @@ kl_csv_next(KlCsvReader *r, char **fields, int *lens, int maxfields)
  *		most KL_CSV_AHEAD_RECORDS.  Only read(2) and the pure splitting: no
  *		palloc, no ereport; what goes wrong is a result.
  */
-static void *
-kl_csv_ahead_job(void *arg)
+static void
+kl_csv_ahead_job(void *arg, const volatile bool *cancel)
 {
 	KlCsvAhead *a = (KlCsvAhead *) arg;
-	KlCsvBlock *k = a->job;
+	KlCsvBlock *k = a->block;
 	char	   *p;
 	char	   *end;
 
-	while (k->len < k->cap && !k->eof && !a->cancel)
+	while (k->len < k->cap && !k->eof && !*cancel)
 	{
 		ssize_t		n = read(a->fd, k->buf + k->len, k->cap - k->len);
 
 		if (n < 0)
 		{
 			k->read_errno = errno;
-			return NULL;
+			return;
 		}
 		if (n == 0)
 			k->eof = true;
@@ -461,7 +459,7 @@ kl_csv_ahead_job(void *arg)
 	}
 	p = k->buf;
 	end = k->buf + k->len;
-	while (k->nrecords < KL_CSV_AHEAD_RECORDS && !a->cancel)
+	while (k->nrecords < KL_CSV_AHEAD_RECORDS && !*cancel)
 	{
 		char	   *lf = kl_csv_record_end(p, end);
 		int			n;
@@ -478,7 +476,6 @@ kl_csv_ahead_job(void *arg)
 	k->consumed = p - k->buf;
 	if (k->nrecords == 0 && k->error == NULL && !k->eof && k->len == k->cap)
 		k->need_room = true;
-	return NULL;
 }
 
 /*
@@ -488,23 +485,14 @@ kl_csv_ahead_job(void *arg)
 static void
 kl_csv_ahead_submit(KlCsvAhead *a, KlCsvBlock *k)
 {
-	sigset_t	all;
-	sigset_t	old;
-
 	k->nrecords = 0;
 	k->next = 0;
 	k->consumed = 0;
 	k->error = NULL;
 	k->read_errno = 0;
 	k->need_room = false;
-	a->job = k;
-	a->cancel = false;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	a->running = (pthread_create(&a->thread, NULL, kl_csv_ahead_job, a) == 0);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!a->running)
-		kl_csv_ahead_job(a);
+	a->block = k;
+	a->job = kl_job_start(kl_csv_ahead_job, a);
 }
 
 /*
@@ -514,14 +502,10 @@ kl_csv_ahead_submit(KlCsvAhead *a, KlCsvBlock *k)
 static void
 kl_csv_ahead_join(KlCsvAhead *a)
 {
-	if (a->running)
+	kl_job_wait(&a->job, false);
+	if (a->block && a->block->read_errno != 0)
 	{
-		pthread_join(a->thread, NULL);
-		a->running = false;
-	}
-	if (a->job && a->job->read_errno != 0)
-	{
-		errno = a->job->read_errno;
+		errno = a->block->read_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", a->r->path)));
@@ -659,11 +643,8 @@ kl_csv_ahead_next(KlCsvAhead *a, char ***fields, int **lens)
 void
 kl_csv_ahead_stop(KlCsvAhead *a)
 {
-	if (a == NULL || !a->running)
-		return;
-	a->cancel = true;
-	pthread_join(a->thread, NULL);
-	a->running = false;
+	if (a != NULL)
+		kl_job_stop(&a->job);
 }
 
 /*

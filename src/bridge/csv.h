@@ -11,9 +11,9 @@
 #ifndef KAFKA_LAKE_CSV_H
 #define KAFKA_LAKE_CSV_H
 
-#include <pthread.h>
-
 #include "lib/stringinfo.h"
+
+#include "base/thread_job.h"
 
 /* The columns of the canonical CSV, in their order */
 typedef enum KlCsvColumn
@@ -92,10 +92,8 @@ typedef struct KlCsvAhead
 	int			maxfields;
 	KlCsvBlock	blocks[2];
 	int			cur;			/* the block records come from */
-	KlCsvBlock *job;			/* the block of the job last started */
-	pthread_t	thread;
-	bool		running;		/* a job is out: join it */
-	volatile bool cancel;
+	KlCsvBlock *block;			/* the block of the job last started */
+	KlJob		job;			/* that job, while it is out: join it */
 } KlCsvAhead;
 
 extern const char *const kl_csv_columns[KL_CSV_NCOLUMNS];

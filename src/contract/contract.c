@@ -81,7 +81,7 @@
  * are ASCII, nearly all of them, never reach ICU.
  *
  * kafka_lake is stricter than the seed where the seed loses or cannot use
- * data (README, "The contract and the seed's pipeline"): a duplicate member
+ * data (docs/contracts.md, "The contract and the seed's pipeline"): a duplicate member
  * name, integers beyond int64, values over the size limit, NUL characters
  * and unpaired surrogates in strings, a date not written YYYY-MM-DD, and a
  * timestamp whose offset is 16 hours or more (PostgreSQL's timestamptz

@@ -11,7 +11,7 @@
  * row (a partition reported "locked" is not written).  A database still at
  * 1.0, before ALTER EXTENSION UPDATE, has no such table: nothing is
  * written.  The cost, one statement per call, is measured by bench/land.sh
- * (README, Performance).
+ * (docs/performance.md).
  *
  * IDENTIFICATION
  *	  src/kl_catalog/catalog_status.c

@@ -30,11 +30,10 @@
  * Reading ahead.  The bridge reads the next batch's file while it parses
  * the current one (kl_reader_open_ahead): the file is opened and its size
  * checked on the backend, then read, its lines counted and its CRC-32C
- * computed on a thread of its own, and kl_reader_wait joins it and gives
- * the same verdict as kl_reader_open_buffer before any line is used.  The
- * thread runs with every signal blocked and calls nothing of PostgreSQL
- * but the CRC-32C (pure code); a read error is a result the backend
- * reports.  The caller stops and joins it in its PG_CATCH (kl_reader_stop)
+ * computed by a job of base/thread_job.c, and kl_reader_wait joins it and
+ * gives the same verdict as kl_reader_open_buffer before any line is used.
+ * The job calls nothing of PostgreSQL but the CRC-32C (pure code); a read
+ * error is a result the backend reports.  The caller stops and joins it in its PG_CATCH (kl_reader_stop)
  * before an ERROR goes on, since the abort closes the file it reads.
  *
  * Batches that are gone on purpose.  The foreign table and the bridge read
@@ -52,8 +51,6 @@
 #include "postgres.h"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -299,9 +296,9 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
  *		interrupts between reads).  A read error is a result.
  */
 static void
-kl_reader_fill(KlReadAhead *ra, bool backend)
+kl_reader_fill(KlReadAhead *ra, bool backend, const volatile bool *cancel)
 {
-	while (ra->done < ra->want && !ra->cancel)
+	while (ra->done < ra->want && !*cancel)
 	{
 		ssize_t		n;
 
@@ -382,47 +379,40 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file
 {
 	KlReadAhead ra;
 
+	static const volatile bool not_cancelled = false;
+
 	kl_reader_start(r, src, b, file, buffer, buffer_size, &ra);
-	kl_reader_fill(&ra, true);
+	kl_reader_fill(&ra, true, &not_cancelled);
 	kl_reader_finish(r, &ra);
 }
 
 /*
- * kl_read_ahead_main
- *		The read-ahead thread: kl_reader_fill.
+ * kl_read_ahead_job
+ *		The read-ahead job (base/thread_job.c): kl_reader_fill.
  */
-static void *
-kl_read_ahead_main(void *arg)
+static void
+kl_read_ahead_job(void *arg, const volatile bool *cancel)
 {
-	kl_reader_fill((KlReadAhead *) arg, false);
-	return NULL;
+	kl_reader_fill((KlReadAhead *) arg, false, cancel);
 }
 
 /*
  * kl_reader_open_ahead
- *		kl_reader_open_buffer, with the reading done by a thread of its own
+ *		kl_reader_open_buffer, with the reading done by a job of its own
  *		while the caller goes on (with the previous file, say): the file is
  *		opened and its size checked here, its bytes read, its lines counted
- *		and its CRC-32C computed on the thread, and the verdict given by
- *		kl_reader_wait, before any line is used.  The caller stops the
- *		thread with kl_reader_stop in its PG_CATCH, before the error goes
- *		on (an abort closes the file the thread reads).  The thread runs
- *		with every signal blocked; without a thread the file is read here.
+ *		and its CRC-32C computed by the job, and the verdict given by
+ *		kl_reader_wait, before any line is used.  The caller stops the job
+ *		with kl_reader_stop in its PG_CATCH, before the error goes on (an
+ *		abort closes the file the job reads).  Without a thread the file is
+ *		read here.
  */
 void
 kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 					 char **buffer, size_t *buffer_size, KlReadAhead *ra)
 {
-	sigset_t	all;
-	sigset_t	old;
-
 	kl_reader_start(r, src, b, file, buffer, buffer_size, ra);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ra->running = (pthread_create(&ra->thread, NULL, kl_read_ahead_main, ra) == 0);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!ra->running)
-		kl_reader_fill(ra, true);
+	ra->job = kl_job_start(kl_read_ahead_job, ra);
 }
 
 /*
@@ -433,11 +423,7 @@ kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 void
 kl_reader_wait(KlFileReader *r, KlReadAhead *ra)
 {
-	if (ra->running)
-	{
-		pthread_join(ra->thread, NULL);
-		ra->running = false;
-	}
+	kl_job_wait(&ra->job, false);
 	CHECK_FOR_INTERRUPTS();
 	kl_reader_finish(r, ra);
 }
@@ -449,11 +435,8 @@ kl_reader_wait(KlFileReader *r, KlReadAhead *ra)
 void
 kl_reader_stop(KlReadAhead *ra)
 {
-	if (ra == NULL || !ra->running)
-		return;
-	ra->cancel = true;
-	pthread_join(ra->thread, NULL);
-	ra->running = false;
+	if (ra != NULL)
+		kl_job_stop(&ra->job);
 }
 
 /*

@@ -11,8 +11,7 @@
 #ifndef KAFKA_LAKE_BATCH_READ_H
 #define KAFKA_LAKE_BATCH_READ_H
 
-#include <pthread.h>
-
+#include "base/thread_job.h"
 #include "format/batch_format.h"
 #include "kl_catalog/catalog.h"
 
@@ -34,12 +33,10 @@ typedef struct KlFileReader
 /* a file being read by a thread of its own (kl_reader_open_ahead) */
 typedef struct KlReadAhead
 {
-	pthread_t	thread;
-	bool		running;		/* joined by kl_reader_wait or kl_reader_stop */
+	KlJob		job;			/* joined by kl_reader_wait or kl_reader_stop */
 	int			fd;
 	char	   *data;			/* the caller's buffer */
 	size_t		want;			/* bytes, as the manifest says */
-	volatile bool cancel;		/* set by kl_reader_stop */
 	size_t		done;			/* results, read after the join */
 	int64		lines;
 	uint32		crc;

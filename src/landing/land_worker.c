@@ -39,12 +39,12 @@
  *
  * ONE JOB, JOINED BEFORE THE BACKEND GOES ON
  *
- * A thread is created for each job and joined when it ends (about 200
- * jobs per million records: creating a thread costs some 30 microseconds),
- * so no thread exists between jobs, none survives the call, and the helper
- * never holds state across windows.  It is created with every signal
- * blocked, so PostgreSQL's signal handlers (cancel, timeouts, die) run on
- * the backend's thread only.
+ * The mechanism is base/thread_job.c's, whose header has the rules every
+ * job of kafka_lake follows; this file is the landing's use of it.  A
+ * thread is created for each job and joined when it ends (about 200 jobs
+ * per million records: creating a thread costs some 30 microseconds), so
+ * no thread exists between jobs, none survives the call, and the helper
+ * never holds state across windows.
  *
  * HOW AN ERROR OR A CANCEL STOPS THE OTHER THREAD
  *
@@ -56,13 +56,13 @@
  * and before each file, and joins the thread (a write(2) or fsync(2) in
  * progress finishes first; nothing else blocks).  So an ERROR, a cancel,
  * statement_timeout or a fault point on the backend stops and joins the
- * helper before any memory it reads is freed.  As a last line of defence a
- * transaction abort callback does the same, should an error escape a path
- * that lacks the PG_TRY, and so does the abort of the subtransaction that
- * started the job or of one around it (not of one inside: the reservation
- * catches a unique violation in a subtransaction of its own while the job
- * writes).  A FATAL (terminate) exits
- * the process, helper included.
+ * helper before any memory it reads is freed.  As a last line of defence
+ * the transaction and subtransaction abort callbacks of thread_job.c do
+ * the same, should an error escape a path that lacks the PG_TRY (the
+ * abort of a subtransaction inside the one that started the job is no
+ * reason: the reservation catches a unique violation in a subtransaction
+ * of its own while the job writes).  A FATAL (terminate) exits the process,
+ * helper included.
  *
  * WHY NOTHING LEAKS
  *
@@ -80,73 +80,11 @@
  */
 #include "postgres.h"
 
-#include <pthread.h>
-#include <signal.h>
-#include <time.h>
-
-#include "access/xact.h"
-#include "miscadmin.h"
-
+#include "base/thread_job.h"
 #include "landing/land_worker.h"
 
-/* The one job of this backend (static: it outlives any frame an ERROR unwinds) */
-typedef struct KlWorker
-{
-	bool		started;		/* a thread runs the job, not yet joined */
-	pthread_t	thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool		done;			/* under lock */
-	volatile bool cancel;
-	SubTransactionId subid;		/* the subtransaction that started the job */
-	KlJobFn		fn;
-	void	   *arg;
-} KlWorker;
-
-static KlWorker kl_worker = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-static bool kl_worker_callbacks = false;
-
-/*
- * kl_worker_main
- *		The helper thread: run the job, say it is done.
- */
-static void *
-kl_worker_main(void *arg)
-{
-	KlWorker   *w = (KlWorker *) arg;
-
-	w->fn(w->arg, &w->cancel);
-	pthread_mutex_lock(&w->lock);
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
-}
-
-/*
- * kl_worker_xact_callback, kl_worker_subxact_callback
- *		The last line of defence: an abort never leaves a job running.
- */
-static void
-kl_worker_xact_callback(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-		kl_worker_stop();
-}
-
-static void
-kl_worker_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						   SubTransactionId parentSubid, void *arg)
-{
-	/*
-	 * Only the abort of the subtransaction that started the job, or of one
-	 * around it: the reservation itself runs subtransactions while the job
-	 * writes (a unique violation is caught in one), and their abort is no
-	 * reason to stop anything.
-	 */
-	if (event == SUBXACT_EVENT_ABORT_SUB && kl_worker.started && mySubid <= kl_worker.subid)
-		kl_worker_stop();
-}
+/* The one job of the landing (static: it outlives any frame an ERROR unwinds) */
+static KlJob kl_worker = {-1, 0};
 
 /*
  * kl_worker_start
@@ -156,35 +94,9 @@ kl_worker_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 kl_worker_start(KlJobFn fn, void *arg)
 {
-	KlWorker   *w = &kl_worker;
-	sigset_t	all,
-				old;
-	int			rc;
-
 	/* one job at a time: a job still out (never the case) is stopped first */
-	kl_worker_stop();
-	if (!kl_worker_callbacks)
-	{
-		RegisterXactCallback(kl_worker_xact_callback, NULL);
-		RegisterSubXactCallback(kl_worker_subxact_callback, NULL);
-		kl_worker_callbacks = true;
-	}
-	w->fn = fn;
-	w->arg = arg;
-	w->done = false;
-	w->cancel = false;
-	w->subid = GetCurrentSubTransactionId();
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&w->thread, NULL, kl_worker_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
-	{
-		fn(arg, &w->cancel);
-		return;
-	}
-	w->started = true;
+	kl_job_stop(&kl_worker);
+	kl_worker = kl_job_start(fn, arg);
 }
 
 /*
@@ -194,7 +106,7 @@ kl_worker_start(KlJobFn fn, void *arg)
 bool
 kl_worker_busy(void)
 {
-	return kl_worker.started;
+	return kl_job_out(&kl_worker);
 }
 
 /*
@@ -205,36 +117,7 @@ kl_worker_busy(void)
 void
 kl_worker_wait(void)
 {
-	KlWorker   *w = &kl_worker;
-
-	if (!w->started)
-		return;
-	for (;;)
-	{
-		bool		done;
-
-		pthread_mutex_lock(&w->lock);
-		if (!w->done)
-		{
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 10 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000 * 1000 * 1000)
-			{
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000 * 1000 * 1000;
-			}
-			pthread_cond_timedwait(&w->cond, &w->lock, &ts);
-		}
-		done = w->done;
-		pthread_mutex_unlock(&w->lock);
-		if (done)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	pthread_join(w->thread, NULL);
-	w->started = false;
+	kl_job_wait(&kl_worker, true);
 }
 
 /*
@@ -245,11 +128,5 @@ kl_worker_wait(void)
 void
 kl_worker_stop(void)
 {
-	KlWorker   *w = &kl_worker;
-
-	if (!w->started)
-		return;
-	w->cancel = true;
-	pthread_join(w->thread, NULL);
-	w->started = false;
+	kl_job_stop(&kl_worker);
 }

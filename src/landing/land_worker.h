@@ -12,12 +12,7 @@
 #ifndef KAFKA_LAKE_LAND_WORKER_H
 #define KAFKA_LAKE_LAND_WORKER_H
 
-/*
- * A job: runs on the helper thread, calls nothing of PostgreSQL's that
- * allocates, reports or looks at interrupts, and stops soon once *cancel
- * is set.
- */
-typedef void (*KlJobFn) (void *arg, const volatile bool *cancel);
+#include "base/thread_job.h"
 
 extern void kl_worker_start(KlJobFn fn, void *arg);
 extern void kl_worker_wait(void);

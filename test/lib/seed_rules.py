@@ -10,7 +10,7 @@ round(cycle_sum / events, 2).  The functions below are written from those rules;
 standard library for every decision that matters (nothing here re-implements lower-casing,
 whitespace, ISO dates or rounding), so the expectations are Python's own.
 
-kafka_lake keeps some stricter rules on purpose (README, "The contract and the seed's
+kafka_lake keeps some stricter rules on purpose (docs/contracts.md, "The contract and the seed's
 pipeline").  kl_judge() applies each of them by name on top of the seed's verdict, so a record
 is expected accepted exactly when the seed accepts it and no documented difference applies,
 and the check reports how many records each difference decided.

@@ -43,7 +43,7 @@ SELECT kl_test.fill('sec16.plain', 7, 1);
 SELECT (SELECT value FROM kl_test.env WHERE name = 'broker_dir') || '/kl16_kinit_ran' AS marker \gset
 
 ------------------------------------------------------------------------
--- a user mapping that holds secrets, as in the README
+-- a user mapping that holds secrets, as in the README's Getting started
 ------------------------------------------------------------------------
 CREATE USER MAPPING FOR CURRENT_USER SERVER sec16_kafka
   OPTIONS ("sasl.username" 'lake', "sasl.password" 'secret');

@@ -1,5 +1,5 @@
 -- test/pgtap/39_damaged_batch.sql: a damaged batch is landed again from the broker by the
--- procedure the README gives, end to end: verify() names the problem and what to do; the batch
+-- procedure docs/operations.md gives, end to end: verify() names the problem and what to do; the batch
 -- directory is moved out of the landing directory; recover() forgets the batch; replay() of its
 -- offsets lands it again; then the foreign table reads every record, verify() is clean, the
 -- bridge takes every event and the group's offsets never moved.  The same for a batch directory

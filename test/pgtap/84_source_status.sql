@@ -3,7 +3,7 @@
 -- down), with the last landing, offsets and lag, batches and bytes on disk,
 -- counts, the oldest date not closed and the last error of a failed land()
 -- (kept in shared memory: kafka_lake is preloaded in the test cluster); the
--- README's alert query; who may read it and late_events.
+-- alert query of docs/closing.md; who may read it and late_events.
 --
 -- Needs a running test broker (KL_BOOTSTRAP, KL_BROKER, KL_BROKER_DIR); the
 -- faults go to a broker of the test's own.  Self-contained, not wrapped in a
@@ -42,7 +42,7 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE;
 END $$;
--- the README's alert query, for this source
+-- the alert query of docs/closing.md, for this source
 CREATE FUNCTION pg_temp.alerts() RETURNS TABLE (partition int, last_status text, oldest_open_date date, last_error text)
 LANGUAGE sql AS $$
     SELECT partition, last_status, oldest_open_date, last_error

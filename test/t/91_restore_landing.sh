@@ -2,7 +2,7 @@
 # test/t/91_restore_landing.sh: a database restored from pg_dump never shares, nor loses, a
 # landing.  The catalog says where a source's files are and pg_dump keeps it, not the files:
 # the restored database points at the original's directories, whose marker names the
-# original.  Both procedures of the README's dump section, end to end:
+# original.  Both procedures of docs/operations.md (moving a database), end to end:
 #   A. restored next to the original (a copy): every call that writes or removes a source's
 #      files refuses the original's directory (land, compact, recover, bridge: 55000) and
 #      nothing there changes; the copy's landing is copied (cp -a) and claimed with
