@@ -20,6 +20,7 @@ OBJS = \
 	src/base/settings.o \
 	src/base/args.o \
 	src/base/thread_job.o \
+	src/contract/iso8601.o \
 	src/contract/contract.o \
 	src/contract/contract_define.o \
 	src/format/batch_format.o \

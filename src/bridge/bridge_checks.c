@@ -147,41 +147,31 @@ kl_column_hash(const char *col, Oid typid, int seed)
 	}
 }
 
+/* The one statement of the SQL checks, and what it reports, in its order */
+typedef struct KlChecksQuery
+{
+	StringInfoData sql;			/* the statement ($1: the run_id) */
+	StringInfoData nk;			/* the natural key's columns, for messages */
+	StringInfoData nk_hash;		/* the key's hash, for the DISTINCT count */
+	StringInfoData nn;			/* the required columns */
+	StringInfoData ranges;		/* the bounds and rules, in SQL */
+	StringInfoData range_words; /* ... and in words */
+	List	   *enums;			/* (field, its values in words) per enum */
+} KlChecksQuery;
+
 /*
- * kl_bridge_check
- *		The quality checks, each comparing numbers that two different paths
- *		computed (see the file header), then the owners' checks.
+ * kl_checks_metrics
+ *		The statement's first columns: count(*), then the sum or count over
+ *		silver of each conserved metric of each declared gold.
  */
-void
-kl_bridge_check(KlBridge *b)
+static void
+kl_checks_metrics(KlBridge *b, KlChecksQuery *q)
 {
 	const KlLayout *lay = b->layout;
-	const KlContract *c = lay->contract;
-	StringInfoData sql;
-	StringInfoData nk;
-	StringInfoData nk_hash;
-	StringInfoData nn;
-	StringInfoData ranges;
-	StringInfoData range_words;
-	char	  **row;
-	int			ncols;
-	int			col;
-	int64		silver_rows;
-	int64		duplicate_rows = 0;
-	const char *silver_ref = quote_identifier(lay->silver);
+	StringInfo	sql = &q->sql;
 	ListCell   *cell;
-	List	   *enums = NIL;
 
-	b->passed = 0;
-	b->nchecks = 0;
-
-	/* one statement over the run's silver rows gives every number but one */
-	initStringInfo(&sql);
-	initStringInfo(&nk);
-	initStringInfo(&nn);
-	initStringInfo(&ranges);
-	initStringInfo(&range_words);
-	appendStringInfoString(&sql, "SELECT count(*)");
+	appendStringInfoString(sql, "SELECT count(*)");
 	foreach(cell, b->golds)
 	{
 		KlGoldDef  *g = lfirst(cell);
@@ -193,25 +183,48 @@ kl_bridge_check(KlBridge *b)
 			const KlMetric *mt = &g->metrics[m];
 
 			if (mt->op == KL_METRIC_SUM)
-				appendStringInfo(&sql, ", coalesce(sum(%s), 0)::text",
+				appendStringInfo(sql, ", coalesce(sum(%s), 0)::text",
 								 quote_identifier(lay->fields[mt->field].column));
 			else if (mt->op == KL_METRIC_COUNT)
-				appendStringInfo(&sql, ", count(%s)::text",
+				appendStringInfo(sql, ", count(%s)::text",
 								 mt->field >= 0 ? quote_identifier(lay->fields[mt->field].column) : "*");
 		}
 	}
 
-	/* required columns */
+}
+
+/*
+ * kl_checks_required
+ *		Rows with a null in a required column.
+ */
+static void
+kl_checks_required(KlBridge *b, KlChecksQuery *q)
+{
+	const KlLayout *lay = b->layout;
+	StringInfo	sql = &q->sql;
+	StringInfo	nn = &q->nn;
+
 	for (int i = 0; i < lay->nfields; i++)
 		if (lay->fields[i].required)
-			appendStringInfo(&nn, "%s%s", nn.len ? ", " : "", quote_identifier(lay->fields[i].column));
+			appendStringInfo(nn, "%s%s", nn->len ? ", " : "", quote_identifier(lay->fields[i].column));
 	if (lay->silver_date)
-		appendStringInfo(&nn, "%sbusiness_date", nn.len ? ", " : "");
-	appendStringInfo(&nn, "%skafka_topic, kafka_partition, kafka_offset, kafka_record_fingerprint",
-					 nn.len ? ", " : "");
-	appendStringInfo(&sql, ", count(*) FILTER (WHERE num_nulls(%s) > 0)", nn.data);
+		appendStringInfo(nn, "%sbusiness_date", nn->len ? ", " : "");
+	appendStringInfo(nn, "%skafka_topic, kafka_partition, kafka_offset, kafka_record_fingerprint",
+					 nn->len ? ", " : "");
+	appendStringInfo(sql, ", count(*) FILTER (WHERE num_nulls(%s) > 0)", nn->data);
 
-	/* enum fields of strings */
+}
+
+/*
+ * kl_checks_enums
+ *		Rows whose string field is not one of its enum's values.
+ */
+static void
+kl_checks_enums(KlBridge *b, KlChecksQuery *q)
+{
+	const KlLayout *lay = b->layout;
+	StringInfo	sql = &q->sql;
+
 	for (int i = 0; i < lay->nfields; i++)
 	{
 		const KlBridgeField *f = &lay->fields[i];
@@ -235,18 +248,32 @@ kl_bridge_check(KlBridge *b)
 		}
 		if (vals.len == 0)
 			continue;
-		appendStringInfo(&sql, ", count(*) FILTER (WHERE %s%s NOT IN (%s))",
+		appendStringInfo(sql, ", count(*) FILTER (WHERE %s%s NOT IN (%s))",
 						 f->required ? psprintf("%s IS NULL OR ", quote_identifier(f->column)) : "",
 						 quote_identifier(f->column), vals.data);
-		enums = lappend(enums, list_make2((void *) f->name, words.data));
+		q->enums = lappend(q->enums, list_make2((void *) f->name, words.data));
 	}
 
-	/* numeric bounds, and the rules */
+}
+
+/*
+ * kl_checks_ranges
+ *		Rows outside the numeric bounds, numeric enums and rules.
+ */
+static void
+kl_checks_ranges(KlBridge *b, KlChecksQuery *q)
+{
+	const KlLayout *lay = b->layout;
+	const KlContract *c = lay->contract;
+	StringInfo	sql = &q->sql;
+	StringInfo	ranges = &q->ranges;
+	StringInfo	range_words = &q->range_words;
+
 	for (int i = 0; i < lay->nfields; i++)
 	{
 		const KlBridgeField *f = &lay->fields[i];
 		const KlSchema *sc = f->schema;
-		const char *q = quote_identifier(f->column);
+		const char *column = quote_identifier(f->column);
 		struct
 		{
 			bool		has;
@@ -265,9 +292,9 @@ kl_bridge_check(KlBridge *b)
 		{
 			if (!b4[k].has)
 				continue;
-			appendStringInfo(&ranges, "%s%s %s %.*s", ranges.len ? " AND " : "", q, b4[k].op,
+			appendStringInfo(ranges, "%s%s %s %.*s", ranges->len ? " AND " : "", column, b4[k].op,
 							 b4[k].n->len, b4[k].n->text);
-			appendStringInfo(&range_words, "%s%s %s %.*s", range_words.len ? ", " : "",
+			appendStringInfo(range_words, "%s%s %s %.*s", range_words->len ? ", " : "",
 							 f->name, b4[k].op, b4[k].n->len, b4[k].n->text);
 		}
 		if (sc->nenum > 0)
@@ -283,9 +310,9 @@ kl_bridge_check(KlBridge *b)
 			{
 				bool		one = (strchr(vals.data, ',') == NULL);
 
-				appendStringInfo(&ranges, "%s%s %s%s%s", ranges.len ? " AND " : "", q,
+				appendStringInfo(ranges, "%s%s %s%s%s", ranges->len ? " AND " : "", column,
 								 one ? "= " : "IN (", vals.data, one ? "" : ")");
-				appendStringInfo(&range_words, "%s%s %s%s%s", range_words.len ? ", " : "",
+				appendStringInfo(range_words, "%s%s %s%s%s", range_words->len ? ", " : "",
 								 f->name, one ? "= " : "in (", vals.data, one ? "" : ")");
 			}
 		}
@@ -302,66 +329,65 @@ kl_bridge_check(KlBridge *b)
 		/* a rule names top-level fields, which are all columns */
 		if (lf < 0 || (rule->right >= 0 && rf < 0))
 			elog(ERROR, "rule of contract \"%s\" names a field that is no column", c->name);
-		appendStringInfo(&ranges, "%s%s %s %s", ranges.len ? " AND " : "",
+		appendStringInfo(ranges, "%s%s %s %s", ranges->len ? " AND " : "",
 						 quote_identifier(lay->fields[lf].column), kl_rule_ops[rule->op],
 						 rule->right >= 0 ? quote_identifier(lay->fields[rf].column) : right);
-		appendStringInfo(&range_words, "%s%s %s %s", range_words.len ? ", " : "", left,
+		appendStringInfo(range_words, "%s%s %s %s", range_words->len ? ", " : "", left,
 						 kl_rule_ops[rule->op], right);
 	}
-	appendStringInfo(&sql, ", count(*) FILTER (WHERE NOT (%s))", ranges.len ? ranges.data : "true");
+	appendStringInfo(sql, ", count(*) FILTER (WHERE NOT (%s))", ranges->len ? ranges->data : "true");
 
-	/* the natural key: distinct hashes prove distinct keys */
-	initStringInfo(&nk_hash);
+}
+
+/*
+ * kl_checks_natural_key
+ *		The natural key's columns and hash; the statement gets its FROM and
+ *		the DISTINCT count of the hashes.
+ */
+static void
+kl_checks_natural_key(KlBridge *b, KlChecksQuery *q)
+{
+	const KlLayout *lay = b->layout;
+	const char *silver_ref = quote_identifier(lay->silver);
+	StringInfo	nk = &q->nk;
+	StringInfo	nk_hash = &q->nk_hash;
+
 	if (lay->nnk > 0)
 		for (int k = 0; k < lay->nnk; k++)
 		{
 			const KlBridgeField *f = &lay->fields[lay->nk[k]];
 
-			appendStringInfo(&nk, "%s%s", k ? ", " : "", quote_identifier(f->column));
-			appendStringInfo(&nk_hash, "%s%s", k ? " # " : "",
+			appendStringInfo(nk, "%s%s", k ? ", " : "", quote_identifier(f->column));
+			appendStringInfo(nk_hash, "%s%s", k ? " # " : "",
 							 kl_column_hash(quote_identifier(f->column), f->sql_typid, k));
 		}
 	else
 	{
-		appendStringInfoString(&nk, "kafka_topic, kafka_partition, kafka_offset");
-		appendStringInfoString(&nk_hash, "pg_catalog.hashtextextended(kafka_topic, 0)"
+		appendStringInfoString(nk, "kafka_topic, kafka_partition, kafka_offset");
+		appendStringInfoString(nk_hash, "pg_catalog.hashtextextended(kafka_topic, 0)"
 							   " # pg_catalog.hashint4extended(kafka_partition, 1)"
 							   " # pg_catalog.hashint8extended(kafka_offset, 2)");
 	}
-	appendStringInfo(&sql, " FROM kafka_lake.%s WHERE run_id = $1", silver_ref);
-	sql.data = psprintf("SELECT * FROM (%s) a,"
+	appendStringInfo(&q->sql, " FROM kafka_lake.%s WHERE run_id = $1", silver_ref);
+	q->sql.data = psprintf("SELECT * FROM (%s) a,"
 						" (SELECT count(h) FROM (SELECT DISTINCT %s AS h FROM kafka_lake.%s"
 						"   WHERE run_id = $1) d) k",
-						sql.data, nk_hash.data, silver_ref);
-	row = kl_catalog_check_query(sql.data, b->run_id, true, &ncols);
-	silver_rows = pg_strtoint64(row[0]);
-	b->silver_rows = silver_rows;
-	if (pg_strtoint64(row[ncols - 1]) != silver_rows)
-	{
-		char	  **d;
-		int			nd;
+						q->sql.data, nk_hash->data, silver_ref);
+}
 
-		d = kl_catalog_check_query(psprintf("SELECT coalesce(sum(n - 1), 0)::bigint FROM"
-											" (SELECT count(*) AS n FROM kafka_lake.%s"
-											"   WHERE run_id = $1 GROUP BY %s HAVING count(*) > 1) d",
-											silver_ref, nk.data),
-								   b->run_id, false, &nd);
-		duplicate_rows = pg_strtoint64(d[0]);
-	}
+/*
+ * kl_checks_conservation
+ *		conservation_silver_to_<gold> (the seed's
+ *		unit_conservation_silver_to_gold): each summed or counted metric of a
+ *		declared gold, over silver in SQL (row, from column *col on) and over
+ *		the gold rows built in C.
+ */
+static void
+kl_checks_conservation(KlBridge *b, char **row, int *colp, int64 silver_rows)
+{
+	ListCell   *cell;
+	int			col = *colp;
 
-	/* row_count_source_to_silver */
-	kl_add_check(b, "row_count_source_to_silver", silver_rows == b->distinct_keys,
-				 psprintf("%lld", (long long) b->distinct_keys),
-				 psprintf("%lld", (long long) silver_rows),
-				 lay->nnk > 0 ?
-				 psprintf("%lld accepted events selected; %lld of them repeat the natural key (%s) of an earlier one and are not silver rows",
-						  (long long) b->selected, (long long) (b->selected - b->distinct_keys),
-						  nk.data) :
-				 psprintf("%lld accepted events selected; the contract has no natural key, so each is a silver row",
-						  (long long) b->selected));
-
-	/* conservation of each summed or counted metric, silver to gold */
-	col = 1;
 	foreach(cell, b->golds)
 	{
 		KlGoldDef  *g = lfirst(cell);
@@ -402,44 +428,19 @@ kl_bridge_check(KlBridge *b)
 							  (long long) silver_rows, g->nrows, g->gold));
 	}
 
-	kl_add_check(b, "not_null_required_columns", pg_strtoint64(row[col]) == 0, "0", row[col],
-				 lay->machine ?
-				 "silver rows with a null in a required column (every column but kafka_key and kafka_timestamp_ms)" :
-				 psprintf("silver rows with a null in a required column (%s)", nn.data));
-	col++;
-	kl_add_check(b, "unique_natural_key", duplicate_rows == 0, "0",
-				 psprintf("%lld", (long long) duplicate_rows),
-				 psprintf("silver rows beyond the first of their natural key (%s)", nk.data));
-	foreach(cell, enums)
-	{
-		List	   *e = lfirst(cell);
+	*colp = col;
+}
 
-		kl_add_check(b, psprintf("accepted_values_%s", (char *) linitial(e)),
-					 pg_strtoint64(row[col]) == 0, "0", row[col],
-					 psprintf("silver rows whose %s is not one of %s", (char *) linitial(e),
-							  (char *) lsecond(e)));
-		col++;
-	}
-	kl_add_check(b, "numeric_range_within_bounds", pg_strtoint64(row[col]) == 0, "0", row[col],
-				 lay->machine ?
-				 "silver rows outside units_produced >= 0, 0 <= defect_count <= units_produced, cycle_time_ms > 0, schema_version = 1" :
-				 range_words.len ?
-				 psprintf("silver rows outside %s", range_words.data) :
-				 "the contract states no bounds or rules for numbers");
-	col++;
-	if (lay->fresh_field >= 0)
-		kl_add_check(b, "freshness_business_date", b->stale_events == 0, "0",
-					 psprintf("%lld", (long long) b->stale_events),
-					 b->stale_events == 0 ?
-					 psprintf("selected events whose %s is not written within one day of %s",
-							  lay->fields[lay->fresh_field].name, b->date_text) :
-					 psprintf("selected events whose %s is not written within one day of %s; the first: %s",
-							  lay->fields[lay->fresh_field].name, b->date_text, b->stale_example));
-	else
-		kl_add_check(b, "freshness_business_date", true, "0", "0",
-					 psprintf("the contract has no date-time field to compare with %s", b->date_text));
+/*
+ * kl_checks_schema_drift
+ *		silver's columns in pg_attribute, and the CSV header read back, are
+ *		the ones the contract gives.
+ */
+static void
+kl_checks_schema_drift(KlBridge *b)
+{
+	const KlLayout *lay = b->layout;
 
-	/* schema_drift */
 	{
 		StringInfoData expected_columns;
 		char	   *silver_columns = kl_catalog_silver_columns(lay->silver);
@@ -462,7 +463,17 @@ kl_bridge_check(KlBridge *b)
 							  columns_ok ? "match" : "differ", header_ok ? "matches" : "differs"));
 	}
 
-	/* the owners' checks, each with the rights of the role that added it */
+}
+
+/*
+ * kl_checks_owners
+ *		The owners' checks, each with the rights of the role that added it.
+ */
+static void
+kl_checks_owners(KlBridge *b)
+{
+	ListCell   *cell;
+
 	foreach(cell, b->owner_checks)
 	{
 		KlOwnerCheck *oc = lfirst(cell);
@@ -473,4 +484,113 @@ kl_bridge_check(KlBridge *b)
 					 n == 0 ? psprintf("rows of kafka_lake.%s (none)", oc->function) :
 					 psprintf("rows of kafka_lake.%s; the first: %s", oc->function, first));
 	}
+}
+
+/*
+ * kl_bridge_check
+ *		The quality checks, each comparing numbers that two different paths
+ *		computed (see the file header), then the owners' checks.  One
+ *		statement over the run's silver rows gives every number but the
+ *		duplicates' (counted only when two key hashes meet) and those of
+ *		pass 1.
+ */
+void
+kl_bridge_check(KlBridge *b)
+{
+	const KlLayout *lay = b->layout;
+	const char *silver_ref = quote_identifier(lay->silver);
+	KlChecksQuery q;
+	char	  **row;
+	int			ncols;
+	int			col;
+	int64		silver_rows;
+	int64		duplicate_rows = 0;
+	ListCell   *cell;
+
+	b->passed = 0;
+	b->nchecks = 0;
+
+	memset(&q, 0, sizeof(q));
+	initStringInfo(&q.sql);
+	initStringInfo(&q.nk);
+	initStringInfo(&q.nk_hash);
+	initStringInfo(&q.nn);
+	initStringInfo(&q.ranges);
+	initStringInfo(&q.range_words);
+	kl_checks_metrics(b, &q);
+	kl_checks_required(b, &q);
+	kl_checks_enums(b, &q);
+	kl_checks_ranges(b, &q);
+	kl_checks_natural_key(b, &q);
+
+	row = kl_catalog_check_query(q.sql.data, b->run_id, true, &ncols);
+	silver_rows = pg_strtoint64(row[0]);
+	b->silver_rows = silver_rows;
+	if (pg_strtoint64(row[ncols - 1]) != silver_rows)
+	{
+		char	  **d;
+		int			nd;
+
+		d = kl_catalog_check_query(psprintf("SELECT coalesce(sum(n - 1), 0)::bigint FROM"
+											" (SELECT count(*) AS n FROM kafka_lake.%s"
+											"   WHERE run_id = $1 GROUP BY %s HAVING count(*) > 1) d",
+											silver_ref, q.nk.data),
+								   b->run_id, false, &nd);
+		duplicate_rows = pg_strtoint64(d[0]);
+	}
+
+	/* row_count_source_to_silver */
+	kl_add_check(b, "row_count_source_to_silver", silver_rows == b->distinct_keys,
+				 psprintf("%lld", (long long) b->distinct_keys),
+				 psprintf("%lld", (long long) silver_rows),
+				 lay->nnk > 0 ?
+				 psprintf("%lld accepted events selected; %lld of them repeat the natural key (%s) of an earlier one and are not silver rows",
+						  (long long) b->selected, (long long) (b->selected - b->distinct_keys),
+						  q.nk.data) :
+				 psprintf("%lld accepted events selected; the contract has no natural key, so each is a silver row",
+						  (long long) b->selected));
+
+	col = 1;
+	kl_checks_conservation(b, row, &col, silver_rows);
+
+	kl_add_check(b, "not_null_required_columns", pg_strtoint64(row[col]) == 0, "0", row[col],
+				 lay->machine ?
+				 "silver rows with a null in a required column (every column but kafka_key and kafka_timestamp_ms)" :
+				 psprintf("silver rows with a null in a required column (%s)", q.nn.data));
+	col++;
+	kl_add_check(b, "unique_natural_key", duplicate_rows == 0, "0",
+				 psprintf("%lld", (long long) duplicate_rows),
+				 psprintf("silver rows beyond the first of their natural key (%s)", q.nk.data));
+	foreach(cell, q.enums)
+	{
+		List	   *e = lfirst(cell);
+
+		kl_add_check(b, psprintf("accepted_values_%s", (char *) linitial(e)),
+					 pg_strtoint64(row[col]) == 0, "0", row[col],
+					 psprintf("silver rows whose %s is not one of %s", (char *) linitial(e),
+							  (char *) lsecond(e)));
+		col++;
+	}
+	kl_add_check(b, "numeric_range_within_bounds", pg_strtoint64(row[col]) == 0, "0", row[col],
+				 lay->machine ?
+				 "silver rows outside units_produced >= 0, 0 <= defect_count <= units_produced, cycle_time_ms > 0, schema_version = 1" :
+				 q.range_words.len ?
+				 psprintf("silver rows outside %s", q.range_words.data) :
+				 "the contract states no bounds or rules for numbers");
+	col++;
+	if (lay->fresh_field >= 0)
+		kl_add_check(b, "freshness_business_date", b->stale_events == 0, "0",
+					 psprintf("%lld", (long long) b->stale_events),
+					 b->stale_events == 0 ?
+					 psprintf("selected events whose %s is not written within one day of %s",
+							  lay->fields[lay->fresh_field].name, b->date_text) :
+					 psprintf("selected events whose %s is not written within one day of %s; the first: %s",
+							  lay->fields[lay->fresh_field].name, b->date_text, b->stale_example));
+	else
+		kl_add_check(b, "freshness_business_date", true, "0", "0",
+					 psprintf("the contract has no date-time field to compare with %s", b->date_text));
+
+
+	kl_checks_schema_drift(b);
+	kl_checks_owners(b);
 }

@@ -1350,6 +1350,137 @@ kl_check_gold_name(const char *gold)
 }
 
 /*
+ * kl_sql_gold_columns
+ *		A SQL gold's columns, read by running its query over no rows as the
+ *		caller: its grain first (under silver's names and types), then its
+ *		metrics (named, of built-in types); appended to the table's columns
+ *		and to the compute function's result.  Creates that function and
+ *		returns its name.
+ */
+static char *
+kl_sql_gold_columns(const KlLayout *lay, KlGoldDef *g, const char *sql, const char *owner,
+					StringInfo cols, StringInfo returns)
+{
+	const char *gold = g->gold;
+	char	   *compute;
+	TupleDesc	desc;
+
+	kl_grant_silver(lay, psprintf("the SQL of gold \"%s\"", gold));
+	desc = kl_probe_sql(lay, sql, false, psprintf("gold \"%s\"", gold));
+	if (desc->natts <= g->ngrain)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 desc->natts < g->ngrain ?
+				 errmsg("the SQL of gold \"%s\" does not return its grain: it returns %d columns, and the grain has %d fields",
+						gold, desc->natts, g->ngrain) :
+				 errmsg("the SQL of gold \"%s\" returns no metric after its grain", gold),
+				 errhint("Return the grain fields first, in grain order, then the metrics, for example SELECT %s%scount(*) AS events FROM silver%s%s.",
+						 g->ngrain ? kl_words((const char *const *) g->grain, g->ngrain) : "",
+						 g->ngrain ? ", " : "", g->ngrain ? " GROUP BY " : "",
+						 g->ngrain ? kl_words((const char *const *) g->grain, g->ngrain) : "")));
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+		char	   *name = NameStr(a->attname);
+		char	   *type = kl_type_name(a->atttypid, a->atttypmod);
+
+		if (i < g->ngrain)
+		{
+			const KlBridgeField *f = &lay->fields[g->grain_field[i]];
+
+			if (strcmp(name, f->column) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("the SQL of gold \"%s\" does not return its grain: column %d is \"%s\", not grain field \"%s\"",
+								gold, i + 1, name, g->grain[i]),
+						 strcmp(f->column, f->name) != 0 ?
+						 errdetail("Silver holds field \"%s\" in column \"%s\".", f->name, f->column) : 0,
+						 errhint("Return the grain fields first, in grain order (%s), under their silver column names, then the metrics.",
+								 kl_words((const char *const *) g->grain, g->ngrain))));
+			if (a->atttypid != f->sql_typid)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("the SQL of gold \"%s\" returns grain field \"%s\" as %s, and its silver column is %s",
+								gold, name, type, f->sql_type),
+						 errhint("Return the field as silver has it (no cast).")));
+			continue;
+		}
+		if (!kl_name_is_identifier(name) || strcmp(name, "snapshot_id") == 0 ||
+			strcmp(name, "business_date") == 0 || strcmp(name, "closing_status") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("the SQL of gold \"%s\" returns a metric named \"%s\", which cannot be a column of the gold",
+							gold, name),
+					 errhint("Name each metric with AS: lower-case letters, digits and underscores, other than snapshot_id, business_date and closing_status.")));
+		for (int j = 0; j < i; j++)
+			if (strcmp(NameStr(TupleDescAttr(desc, j)->attname), name) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("the SQL of gold \"%s\" returns two columns named \"%s\"", gold, name),
+						 errhint("Name each metric once.")));
+		if (!kl_type_is_builtin(a->atttypid))
+		{
+			const char *base = kl_builtin_base(a->atttypid);
+
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("the SQL of gold \"%s\" returns metric \"%s\" as %s, which is %s: a gold's columns are of PostgreSQL's built-in types only",
+							gold, name, type, kl_builtin_type_problem(a->atttypid)),
+					 errdetail("Another type's functions (a domain's CHECK, say) would run with the rights of whoever publishes or reads the gold."),
+					 base ?
+					 errhint("Return it as %s (for example ... ::%s AS %s), and cast to %s where you read the gold.",
+							 base, base, quote_identifier(name), type) :
+					 errhint("Return it as a built-in type, for example text, numeric or jsonb.")));
+		}
+		appendStringInfo(cols, ", %s %s", quote_identifier(name), type);
+		appendStringInfo(returns, "%s%s %s", returns->len ? ", " : "", quote_identifier(name), type);
+	}
+	compute = psprintf("%s_compute", gold);
+	kl_create_definer_function(lay, compute, psprintf("TABLE (%s)", returns->data), "*", sql,
+							   psprintf("The SQL of gold %s, run by bridge() with the rights of role %s",
+										gold, owner));
+	return compute;
+}
+
+/*
+ * kl_create_gold_objects
+ *		The gold's table (cols), its view of the current rows and its as-of
+ *		function, owned by the extension's owner; the defining role may read
+ *		them (inside a catalog section).
+ */
+static void
+kl_create_gold_objects(const KlSource *src, const char *gold, const char *cols, bool all_required,
+					   const char *owner)
+{
+	const char *grel = quote_identifier(gold);
+
+	if (SPI_execute(psprintf("CREATE TABLE kafka_lake.%s (%s)", grel, cols), false, 0) != SPI_OK_UTILITY ||
+		(!all_required &&
+		 SPI_execute(psprintf("CREATE INDEX ON kafka_lake.%s (snapshot_id)", grel), false, 0) != SPI_OK_UTILITY) ||
+		SPI_execute(psprintf("COMMENT ON TABLE kafka_lake.%s IS %s", grel,
+							 quote_literal_cstr(psprintf("Gold %s of kafka_lake source %s: the rows of every snapshot; kafka_lake.%s_current shows the current ones",
+														 gold, src->source, gold))), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(psprintf("CREATE VIEW kafka_lake.%s AS"
+							 " SELECT src.source, g.*, s.run_id, s.created_at AS published_at"
+							 " FROM kafka_lake.snapshots s"
+							 " JOIN kafka_lake.%s g ON g.snapshot_id = s.snapshot_id"
+							 " JOIN kafka_lake.sources src ON src.source_id = s.source_id"
+							 " WHERE s.is_current",
+							 quote_identifier(psprintf("%s_current", gold)), grel), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(kl_gold_as_of_sql(gold, false), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(psprintf("REVOKE ALL ON FUNCTION kafka_lake.%s(bigint) FROM PUBLIC",
+							 quote_identifier(psprintf("%s_as_of", gold))), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(psprintf("GRANT SELECT ON kafka_lake.%s, kafka_lake.%s TO %s", grel,
+							 quote_identifier(psprintf("%s_current", gold)), quote_identifier(owner)),
+					false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(psprintf("GRANT EXECUTE ON FUNCTION kafka_lake.%s(bigint) TO %s",
+							 quote_identifier(psprintf("%s_as_of", gold)), quote_identifier(owner)),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create gold kafka_lake.%s", grel);
+
+}
+
+/*
  * kafka_lake_define_gold
  *		define_gold(source, gold, grain, metrics, sql): a gold of the
  *		source, published by every bridge of it from now on.
@@ -1371,7 +1502,6 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 	StringInfoData returns;
 	StringInfoData pk;
 	bool		all_required = true;
-	const char *grel;
 	char	   *owner = GetUserNameFromId(GetUserId(), false);
 	KlCatalogSave cs;
 	Oid			types[6] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
@@ -1425,84 +1555,7 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 	}
 
 	if (sql != NULL)
-	{
-		TupleDesc	desc;
-
-		kl_grant_silver(lay, psprintf("the SQL of gold \"%s\"", gold));
-		desc = kl_probe_sql(lay, sql, false, psprintf("gold \"%s\"", gold));
-		if (desc->natts <= g->ngrain)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 desc->natts < g->ngrain ?
-					 errmsg("the SQL of gold \"%s\" does not return its grain: it returns %d columns, and the grain has %d fields",
-							gold, desc->natts, g->ngrain) :
-					 errmsg("the SQL of gold \"%s\" returns no metric after its grain", gold),
-					 errhint("Return the grain fields first, in grain order, then the metrics, for example SELECT %s%scount(*) AS events FROM silver%s%s.",
-							 g->ngrain ? kl_words((const char *const *) g->grain, g->ngrain) : "",
-							 g->ngrain ? ", " : "", g->ngrain ? " GROUP BY " : "",
-							 g->ngrain ? kl_words((const char *const *) g->grain, g->ngrain) : "")));
-		for (int i = 0; i < desc->natts; i++)
-		{
-			Form_pg_attribute a = TupleDescAttr(desc, i);
-			char	   *name = NameStr(a->attname);
-			char	   *type = kl_type_name(a->atttypid, a->atttypmod);
-
-			if (i < g->ngrain)
-			{
-				const KlBridgeField *f = &lay->fields[g->grain_field[i]];
-
-				if (strcmp(name, f->column) != 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-							 errmsg("the SQL of gold \"%s\" does not return its grain: column %d is \"%s\", not grain field \"%s\"",
-									gold, i + 1, name, g->grain[i]),
-							 strcmp(f->column, f->name) != 0 ?
-							 errdetail("Silver holds field \"%s\" in column \"%s\".", f->name, f->column) : 0,
-							 errhint("Return the grain fields first, in grain order (%s), under their silver column names, then the metrics.",
-									 kl_words((const char *const *) g->grain, g->ngrain))));
-				if (a->atttypid != f->sql_typid)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("the SQL of gold \"%s\" returns grain field \"%s\" as %s, and its silver column is %s",
-									gold, name, type, f->sql_type),
-							 errhint("Return the field as silver has it (no cast).")));
-				continue;
-			}
-			if (!kl_name_is_identifier(name) || strcmp(name, "snapshot_id") == 0 ||
-				strcmp(name, "business_date") == 0 || strcmp(name, "closing_status") == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("the SQL of gold \"%s\" returns a metric named \"%s\", which cannot be a column of the gold",
-								gold, name),
-						 errhint("Name each metric with AS: lower-case letters, digits and underscores, other than snapshot_id, business_date and closing_status.")));
-			for (int j = 0; j < i; j++)
-				if (strcmp(NameStr(TupleDescAttr(desc, j)->attname), name) == 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_DUPLICATE_COLUMN),
-							 errmsg("the SQL of gold \"%s\" returns two columns named \"%s\"", gold, name),
-							 errhint("Name each metric once.")));
-			if (!kl_type_is_builtin(a->atttypid))
-			{
-				const char *base = kl_builtin_base(a->atttypid);
-
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("the SQL of gold \"%s\" returns metric \"%s\" as %s, which is %s: a gold's columns are of PostgreSQL's built-in types only",
-								gold, name, type, kl_builtin_type_problem(a->atttypid)),
-						 errdetail("Another type's functions (a domain's CHECK, say) would run with the rights of whoever publishes or reads the gold."),
-						 base ?
-						 errhint("Return it as %s (for example ... ::%s AS %s), and cast to %s where you read the gold.",
-								 base, base, quote_identifier(name), type) :
-						 errhint("Return it as a built-in type, for example text, numeric or jsonb.")));
-			}
-			appendStringInfo(&cols, ", %s %s", quote_identifier(name), type);
-			appendStringInfo(&returns, "%s%s %s", returns.len ? ", " : "", quote_identifier(name), type);
-		}
-		compute = psprintf("%s_compute", gold);
-		kl_create_definer_function(lay, compute, psprintf("TABLE (%s)", returns.data), "*", sql,
-								   psprintf("The SQL of gold %s, run by bridge() with the rights of role %s",
-											gold, owner));
-	}
+		compute = kl_sql_gold_columns(lay, g, sql, owner, &cols, &returns);
 	else
 	{
 		kl_gold_metrics(g, lay, metrics);
@@ -1515,31 +1568,8 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 		appendStringInfo(&cols, ", PRIMARY KEY (%s)", pk.data);
 
 	/* the table, its view of the current rows, its as-of function, as the owner */
-	grel = quote_identifier(gold);
 	cs = kl_catalog_begin();
-	if (SPI_execute(psprintf("CREATE TABLE kafka_lake.%s (%s)", grel, cols.data), false, 0) != SPI_OK_UTILITY ||
-		(!all_required &&
-		 SPI_execute(psprintf("CREATE INDEX ON kafka_lake.%s (snapshot_id)", grel), false, 0) != SPI_OK_UTILITY) ||
-		SPI_execute(psprintf("COMMENT ON TABLE kafka_lake.%s IS %s", grel,
-							 quote_literal_cstr(psprintf("Gold %s of kafka_lake source %s: the rows of every snapshot; kafka_lake.%s_current shows the current ones",
-														 gold, src->source, gold))), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("CREATE VIEW kafka_lake.%s AS"
-							 " SELECT src.source, g.*, s.run_id, s.created_at AS published_at"
-							 " FROM kafka_lake.snapshots s"
-							 " JOIN kafka_lake.%s g ON g.snapshot_id = s.snapshot_id"
-							 " JOIN kafka_lake.sources src ON src.source_id = s.source_id"
-							 " WHERE s.is_current",
-							 quote_identifier(psprintf("%s_current", gold)), grel), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(kl_gold_as_of_sql(gold, false), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("REVOKE ALL ON FUNCTION kafka_lake.%s(bigint) FROM PUBLIC",
-							 quote_identifier(psprintf("%s_as_of", gold))), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("GRANT SELECT ON kafka_lake.%s, kafka_lake.%s TO %s", grel,
-							 quote_identifier(psprintf("%s_current", gold)), quote_identifier(owner)),
-					false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("GRANT EXECUTE ON FUNCTION kafka_lake.%s(bigint) TO %s",
-							 quote_identifier(psprintf("%s_as_of", gold)), quote_identifier(owner)),
-					false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not create gold kafka_lake.%s", grel);
+	kl_create_gold_objects(src, gold, cols.data, all_required, owner);
 
 	values[0] = CStringGetTextDatum(gold);
 	values[1] = Int32GetDatum(src->source_id);

@@ -2,8 +2,9 @@
  *
  * contract.h
  *	  Contracts: the compiled form of a contract's definition, the engine
- *	  that judges one record value against it, the memory pool it writes into,
- *	  and the ISO-8601 dates and timestamps it reads (contract.c).  The
+ *	  that judges one record value against it, the memory pool it writes into
+ *	  (contract.c); the ISO-8601 dates and timestamps it reads are
+ *	  iso8601.h's.  The
  *	  definition language and its compiler are contract_define.c's.
  *
  * IDENTIFICATION
@@ -20,6 +21,7 @@
 #include "utils/date.h"
 
 #include "base/json.h"
+#include "contract/iso8601.h"
 
 /* the built-in contract of the seed's events */
 #define KL_MACHINE_EVENT_V1				"machine_event_v1"
@@ -244,15 +246,6 @@ typedef struct KlEvent
 	DateADT		business_date;
 } KlEvent;
 
-/* What kl_parse_iso_timestamp makes of an event_time */
-typedef enum KlIsoVerdict
-{
-	KL_ISO_VALID,
-	KL_ISO_INVALID,				/* not what datetime.fromisoformat reads */
-	KL_ISO_NO_ZONE,				/* a timestamp without a zone */
-	KL_ISO_OFFSET_RANGE			/* a zone of 16 hours or more */
-} KlIsoVerdict;
-
 /* the reason kl_contract_judge gives when a pool ran out of memory */
 extern const char kl_judge_out_of_memory[];
 
@@ -268,14 +261,6 @@ extern const char *kl_contract_judge(const KlContract *c, const KlJudgeInput *in
 									 KlPool *out, KlPool *scratch, KlEvent *ev);
 extern bool kl_pattern_compile(KlSchema *s, const char *pattern, int len, char **error);
 extern int	kl_number_cmp(const char *a, size_t alen, const char *b, size_t blen);
-extern bool kl_date_in_zone(TimestampTz t, const pg_tz *tz, DateADT *day);
 extern uint32 kl_contract_name_hash(const char *s, int len);
-
-/* in contract.c: ISO-8601 */
-extern bool kl_parse_iso_date(const char *s, int len, DateADT *result);
-extern KlIsoVerdict kl_parse_iso_timestamp(const char *s, int len, bool landed,
-										   TimestampTz *instant, DateADT *written_day);
-extern bool kl_parse_event_time(const char *s, int len, TimestampTz *result);
-extern bool kl_json_event_time(const KlJsonValue *v, TimestampTz *result);
 
 #endif							/* KAFKA_LAKE_CONTRACT_H */
