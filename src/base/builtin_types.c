@@ -109,6 +109,21 @@ kl_builtin_base(Oid typid)
 }
 
 /*
+ * kl_pin_search_path
+ *		search_path = pg_catalog, pg_temp until AtEOXact_GUC(true, the
+ *		returned nest level).
+ */
+static int
+kl_pin_search_path(void)
+{
+	int			gucs = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return gucs;
+}
+
+/*
  * kl_type_name
  *		How kafka_lake spells a type: format_type under search_path =
  *		pg_catalog, pg_temp (a built-in type then needs no schema).
@@ -116,12 +131,9 @@ kl_builtin_base(Oid typid)
 char *
 kl_type_name(Oid typid, int32 typmod)
 {
-	int			gucs = NewGUCNestLevel();
-	char	   *name;
+	int			gucs = kl_pin_search_path();
+	char	   *name = format_type_with_typemod(typid, typmod);
 
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	name = format_type_with_typemod(typid, typmod);
 	AtEOXact_GUC(true, gucs);
 	return name;
 }
@@ -136,10 +148,8 @@ kl_type_name(Oid typid, int32 typmod)
 void
 kl_resolve_type(const char *text, Oid *typid, int32 *typmod)
 {
-	int			gucs = NewGUCNestLevel();
+	int			gucs = kl_pin_search_path();
 
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
 	parseTypeString(text, typid, typmod, true);
 	AtEOXact_GUC(true, gucs);
 }

@@ -3,8 +3,10 @@
  * thread_job.c
  *	  A job on a helper thread of the backend: the one mechanism behind the
  *	  landing's helper (landing/land_worker.c), the bridge's CSV writer
- *	  (bridge/bridge_adapter.c), and the read-ahead of a batch's file
- *	  (landing/batch_read.c) and of silver's CSV (bridge/csv.c).
+ *	  (bridge/bridge_adapter.c), the read-ahead of a batch's file
+ *	  (landing/batch_read.c) and of silver's CSV (bridge/csv.c), and the
+ *	  background destroy of a Kafka handle (kafka/kafka.c, kl_job_detach).
+ *	  Nothing else of kafka_lake creates a thread.
  *
  * THE RULES, FOR EVERY JOB
  *
@@ -37,7 +39,8 @@
  * and generation), so a handle whose job a callback already stopped is
  * recognised and left alone.  When no thread can be made, or all slots are
  * taken, the job runs at once on the backend, inside kl_job_start: the same
- * work, the same results.
+ * work, the same results.  A detached job (kl_job_detach) is the one kind
+ * nobody joins: it owns its memory and ends on its own.
  *
  * IDENTIFICATION
  *	  src/base/thread_job.c
@@ -48,6 +51,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "access/xact.h"
@@ -94,6 +98,20 @@ kl_job_main(void *arg)
 	s->done = true;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/*
+ * kl_job_detached_main
+ *		A detached thread (kl_job_detach): run the job, free its slot.
+ */
+static void *
+kl_job_detached_main(void *arg)
+{
+	KlJobSlot  *s = (KlJobSlot *) arg;
+
+	s->fn(s->arg, &kl_job_not_cancelled);
+	free(s);
 	return NULL;
 }
 
@@ -208,6 +226,44 @@ kl_job_start(KlJobFn fn, void *arg)
 	}
 	s->in_use = true;
 	return job;
+}
+
+/*
+ * kl_job_detach
+ *		Run fn(arg, cancel) on a helper thread that nobody joins: for work
+ *		that must outlive the call and may take long (librdkafka's destroy
+ *		of a handle whose commit went unanswered, kafka/kafka.c).  The same
+ *		rules hold (every signal blocked, nothing of PostgreSQL's called),
+ *		and more: fn owns arg, which must not be the backend's memory, and
+ *		it is never cancelled.  false when no thread could be made: the
+ *		caller does the work itself.
+ */
+bool
+kl_job_detach(KlJobFn fn, void *arg)
+{
+	KlJobSlot  *s;
+	pthread_t	thread;			/* not s->thread: the job may free s at once */
+	pthread_attr_t attr;
+	sigset_t	all,
+				old;
+	int			rc;
+
+	/* the thread's own slot, malloc'd: it outlives the call */
+	s = malloc(sizeof(KlJobSlot));
+	if (s == NULL)
+		return false;
+	s->fn = fn;
+	s->arg = arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&thread, &attr, kl_job_detached_main, s);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		free(s);
+	return rc == 0;
 }
 
 /*

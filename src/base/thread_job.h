@@ -29,6 +29,7 @@ typedef struct KlJob
 extern const KlJob kl_no_job;
 
 extern KlJob kl_job_start(KlJobFn fn, void *arg);
+extern bool kl_job_detach(KlJobFn fn, void *arg);
 extern bool kl_job_out(const KlJob *job);
 extern void kl_job_wait(KlJob *job, bool interruptible);
 extern void kl_job_stop(KlJob *job);

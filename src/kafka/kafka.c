@@ -67,6 +67,7 @@
 #include "base/compat.h"
 #include "base/names.h"
 #include "base/settings.h"
+#include "base/thread_job.h"
 #include "kafka/kafka.h"
 #include "kafka/options.h"
 #include "kl_catalog/catalog.h"
@@ -306,15 +307,14 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
  *		Destroy a consumer handle whose commit is still outstanding, in a
  *		thread of its own (see kl_kafka_destroy_handle).
  */
-static void *
-kl_kafka_destroy_thread(void *arg)
+static void
+kl_kafka_destroy_thread(void *arg, const volatile bool *cancel)
 {
 	KlKafka   **owner_slot = (KlKafka **) arg;
 	rd_kafka_t *rk = (rd_kafka_t *) owner_slot[1];
 
 	rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 	free(owner_slot);
-	return NULL;
 }
 
 /*
@@ -325,7 +325,8 @@ kl_kafka_destroy_thread(void *arg)
  *		answered; against a broker that went down that is librdkafka's own
  *		retry time (about 45 s), deaf to cancel.  So a handle whose commit
  *		was abandoned (deadline, cancel, statement_timeout) is destroyed by
- *		a detached thread instead, which ends when librdkafka gives up; the
+ *		a detached job (kl_job_detach, base/thread_job.c) instead, which
+ *		ends when librdkafka gives up; the
  *		backend goes on at once.  Nothing of PostgreSQL's is touched by that
  *		thread: the handle's opaque lives in malloc'd memory and forgets the
  *		KlKafka first, and librdkafka calls no callback of ours by itself
@@ -346,22 +347,10 @@ kl_kafka_destroy_handle(KlKafka *kk)
 	if (kk->role == KL_CONSUMER && kk->commit_pending)
 	{
 		KlKafka   **arg = kk->owner_slot;
-		pthread_t	thread;
-		pthread_attr_t attr;
-		sigset_t	all;
-		sigset_t	saved;
-		int			rc;
 
 		/* slot 1 of the opaque carries the handle to the thread */
 		arg[1] = (KlKafka *) kk->rk;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &saved);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		rc = pthread_create(&thread, &attr, kl_kafka_destroy_thread, arg);
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &saved, NULL);
-		if (rc == 0)
+		if (kl_job_detach(kl_kafka_destroy_thread, arg))
 		{
 			kk->rk = NULL;
 			kk->owner_slot = NULL;

@@ -422,26 +422,31 @@ kl_check_group_free(const char *group_id, int32 source_id, const char *hint)
 }
 
 /*
- * kl_catalog_source_name
- *		The name of the source with that id, or NULL.
+ * kl_catalog_source_names
+ *		Every source's id and name, in *ids and *names; how many.
  */
-char *
-kl_catalog_source_name(int32 source_id)
+int
+kl_catalog_source_names(int32 **ids, char ***names)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	KlCatalogSave cs;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(source_id)};
-	char	   *name = NULL;
+	int			n;
 
 	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT source FROM kafka_lake.sources WHERE source_id = $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-		name = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0],
-														SPI_tuptable->tupdesc, 1));
+	kl_spi_exec("SELECT source_id, source FROM kafka_lake.sources", 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	n = (int) SPI_processed;
+	*ids = MemoryContextAlloc(caller, sizeof(int32) * Max(n, 1));
+	*names = MemoryContextAlloc(caller, sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		(*ids)[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		(*names)[i] = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[i],
+															   SPI_tuptable->tupdesc, 2));
+	}
 	kl_catalog_end(cs);
-	return name;
+	return n;
 }
 
 /*

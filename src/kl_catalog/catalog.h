@@ -115,7 +115,7 @@ extern char *kl_catalog_group_users(KlSource *src);
 extern void kl_catalog_lock_source(KlSource *src);
 extern bool kl_catalog_source_exists(int32 source_id, const char *source);
 extern bool kl_catalog_partition_changed(KlSource *src, int32 partition);
-extern char *kl_catalog_source_name(int32 source_id);
+extern int	kl_catalog_source_names(int32 **ids, char ***names);
 extern List *kl_catalog_batch_dirs(KlSource *src);
 extern void kl_catalog_move_source(KlSource *src, const char *root, const char *group_id);
 extern void kl_catalog_insert_source(const char *source, const char *server, const char *topic,

@@ -279,17 +279,7 @@ kl_claim_source_dir(const char *dir, const char *source)
 				 errdetail("It is not empty and has no marker file %s.", KL_SOURCE_MARKER),
 				 errhint("Choose another source name or another kafka_lake.landing_dir. If the directory holds batches that this database landed for source \"%s\", restore its marker: a file %s holding the line \"%s\".",
 						 source, KL_SOURCE_MARKER, pnstrdup(expected, strlen(expected) - 1))));
-	{
-		int			fd = OpenTransientFile(marker, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
-
-		if (fd < 0 || write(fd, expected, strlen(expected)) != (ssize_t) strlen(expected) ||
-			pg_fsync(fd) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write \"%s\": %m", marker)));
-		CloseTransientFile(fd);
-		fsync_fname(dir, true);
-	}
+	kl_write_source_marker(dir, source);
 }
 
 /*

@@ -223,6 +223,10 @@ kafka_lake_source_errors(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KlErrorSlot *copy;
 	int			n = 0;
+	int32	   *ids;
+	char	  **names;
+	bool	   *readable;
+	int			nsources;
 
 	kl_check_view_reader("source_status");
 	kl_init_materialized_srf(fcinfo);
@@ -237,21 +241,31 @@ kafka_lake_source_errors(PG_FUNCTION_ARGS)
 			copy[n++] = kl_errors->slots[i];
 	}
 	LWLockRelease(kl_errors->lock);
+	if (n == 0)
+		return (Datum) 0;
+
+	/* which sources the caller may read: their errors' text is shown */
+	nsources = kl_catalog_source_names(&ids, &names);
+	readable = palloc(sizeof(bool) * Max(nsources, 1));
+	for (int s = 0; s < nsources; s++)
+		readable[s] = kl_role_may_read_source(names[s], GetUserId());
 
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[5];
 		bool		nulls[5] = {0};
-		char	   *source = kl_catalog_source_name(copy[i].source_id);
+		int			s = 0;
 
-		if (source == NULL)
-			continue;
+		while (s < nsources && ids[s] != copy[i].source_id)
+			s++;
+		if (s == nsources)
+			continue;			/* a source dropped since */
 		values[0] = Int32GetDatum(copy[i].source_id);
 		values[1] = Int32GetDatum(copy[i].partition);
 		nulls[1] = (copy[i].partition < 0);
 		values[2] = CStringGetTextDatum(unpack_sql_state(copy[i].sqlerrcode));
 		/* the text may name the broker, the topic, the group: readers only */
-		if (kl_role_may_read_source(source, GetUserId()))
+		if (readable[s])
 			values[3] = CStringGetTextDatum(copy[i].message);
 		else
 			nulls[3] = true;
