@@ -78,7 +78,7 @@ is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.gold_as_of($orders_snap)")" 0
 is "$(q -d $db -c "SELECT accepted || ' ' || quarantined FROM kafka_lake.source_status WHERE source = 'orders92'")" "4 1" \
 	"at 1.1 source_status counts the re-admitted order twice"
 
-ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null 2>'$KL_TMP/up11.err'" "ALTER EXTENSION kafka_lake UPDATE succeeds"
+ok "q -d $db -c \"ALTER EXTENSION kafka_lake UPDATE TO '1.2'\" >/dev/null 2>'$KL_TMP/up11.err'" "ALTER EXTENSION kafka_lake UPDATE TO '1.2' succeeds"
 [ -s "$KL_TMP/up11.err" ] && diag "$(cat "$KL_TMP/up11.err")"
 is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'")" 1.2 "the extension is at 1.2"
 is "$(state)" "$before" "records, silver and golds read the same; the as-of functions keep their owners and grants"
@@ -100,7 +100,7 @@ members() {
 		WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
 		  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'kafka_lake') ORDER BY 1"
 }
-q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake VERSION '1.2' CASCADE" >/dev/null 2>&1
 diff <(members $db) <(members ${db}_fresh) >"$KL_TMP/up11.diff"
 ok "[ ! -s '$KL_TMP/up11.diff' ]" "an updated database and a new one hold the same extension objects"
 [ -s "$KL_TMP/up11.diff" ] && diag "$(cat "$KL_TMP/up11.diff")"
