@@ -29,6 +29,11 @@
 									 * (see recover.c) */
 #define KL_STATUS_READMITTED	'R'	/* quarantined on disk, re-admitted by a
 									 * readmit unit (see readmit.c) */
+#define KL_STATUS_EXCLUDED		'X'	/* accepted on disk, set aside by exclude()
+									 * (see exclude.c) */
+#define KL_STATUS_PROMOTED		'P'	/* a duplicate on disk, the accepted one of
+									 * its event_id since exclude() set the
+									 * first aside (see exclude.c) */
 
 /* The three JSONL files of a batch, in catalog order */
 #define KL_NFILES				3
