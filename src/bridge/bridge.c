@@ -222,11 +222,11 @@ kl_bridge_gather(KlBridge *b)
 	List	   *batches;
 
 	kl_source_lock(b->src);
-	kl_bridge_define(b);
 	kl_lock_bridge_date(b->src->source_id, b->date);
 	kl_bridge_step_done(b, "lock");
 	kl_bridge_recover(b);
 	batches = kl_bridge_scan(b);
+	kl_bridge_define(b, batches);
 	kl_bridge_step_done(b, "recovery and batch list");
 	kl_bridge_select(b, batches);
 	kl_bridge_step_done(b, "selection and CSV");

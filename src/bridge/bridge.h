@@ -47,6 +47,10 @@ typedef struct KlBridgeField
 	KlFieldKind kind;
 	bool		required;		/* required, and null is not a type of it */
 	bool		date_time;		/* format date-time */
+	bool		mixed;			/* versions of the date write it as different
+								 * kinds: a value of another kind is written
+								 * as its landed JSON text */
+	int			kinds;			/* KL_READS_* its versions need */
 	const char *sql_type;		/* its silver column's type, and ... */
 	Oid			sql_typid;		/* ... resolved (a built-in type) */
 	int32		sql_typmod;
@@ -262,6 +266,7 @@ extern bool kl_bridge_process(KlBridge *b, int64 *snapshot_id, bool *has_snapsho
 /* in bridge_select.c */
 extern List *kl_bridge_scan(KlBridge *b);
 extern void kl_bridge_select(KlBridge *b, List *batches);
+extern List *kl_bridge_date_versions(KlBridge *b, List *batches, const KlLayout *probe);
 
 /* in bridge_adapter.c */
 extern void kl_bridge_open_csv(KlBridge *b);
@@ -274,11 +279,13 @@ extern void kl_bridge_record_adapter(KlBridge *b);
 extern void kl_bridge_drop_temp(KlBridge *b);
 
 /* in bridge_define.c */
-extern void kl_bridge_define(KlBridge *b);
-extern KlLayout *kl_layout_for(const KlSource *src, const KlContract *c);
+extern void kl_bridge_define(KlBridge *b, List *batches);
+extern KlLayout *kl_layout_for(const KlSource *src, const KlContract *const *cs, int ncs);
 extern int	kl_layout_prop_field(const KlLayout *lay, int prop);
 extern char *kl_csv_header_of(char **names, int *lens, int n);
 extern void kl_silver_ensure(const KlSource *src, const KlContract *c);
+extern void kl_silver_follow(const KlSource *src, const KlLayout *lay);
+extern bool kl_silver_holds(const KlLayout *lay);
 extern char *kl_silver_expected(const KlLayout *lay);
 extern void kl_bridge_drop_definitions(int32 source_id, const char *source);
 

@@ -48,6 +48,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -64,6 +65,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/catcache.h"
 #include "utils/varlena.h"
@@ -250,21 +252,88 @@ kl_silver_column_name(const char *field, const char **taken, int ntaken)
 }
 
 /*
+ * kl_field_kind_merge
+ *		How a field written as kind a by one version and b by another is
+ *		written for both: integers and numbers as numbers, anything with a
+ *		string as a string (the others as their landed JSON text), any
+ *		other mix as JSON text.
+ */
+static KlFieldKind
+kl_field_kind_merge(KlFieldKind a, KlFieldKind b)
+{
+	if (a == b)
+		return a;
+	if ((a == KL_FIELD_INTEGER || a == KL_FIELD_NUMBER) &&
+		(b == KL_FIELD_INTEGER || b == KL_FIELD_NUMBER))
+		return KL_FIELD_NUMBER;
+	if (a == KL_FIELD_STRING || b == KL_FIELD_STRING)
+		return KL_FIELD_STRING;
+	return KL_FIELD_JSON;
+}
+
+/*
+ * kl_layout_field_type
+ *		The silver type of a field that versions (oldest first) give as
+ *		schemas s[0..n): the first version's, kept while it reads what each
+ *		newer version needs, else the newer one's when that reads both, as
+ *		alter_source() changes a column of <source>_events; the source's
+ *		versions passed that rule when it moved between them.  Returns the
+ *		schema whose sql_type it is.
+ */
+static const KlSchema *
+kl_layout_field_type(const KlSchema *const *s, int n, const char *source)
+{
+	const KlSchema *t = s[0];
+	int			seen = kl_field_kinds(s[0]);
+
+	for (int i = 1; i < n; i++)
+	{
+		int			need = kl_field_kinds(s[i]);
+
+		if ((kl_type_reads(t->sql_type) & need) != need)
+		{
+			if ((kl_type_reads(s[i]->sql_type) & (need | seen)) != (need | seen))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("field \"%s\" of source \"%s\" is %s in one contract version and %s in another, and no column type reads both",
+								s[i]->name, source, t->sql_type, s[i]->sql_type),
+						 errdetail("Silver has one column per field for every version a business date holds."),
+						 errhint("Give the changed field a new name in a new contract version, or a \"sql_type\" that reads both (text or jsonb read any value).")));
+			t = s[i];
+		}
+		seen |= need;
+	}
+	return t;
+}
+
+/*
  * kl_layout_for
- *		The layout of the bridge of a source landed with contract c.  A
- *		contract without business date cannot be bridged (0A000), nor one
- *		whose sql_type is not a built-in type (42P17,
- *		kl_contract_check_sql_types).
+ *		The layout of the bridge of a source's records judged by contract
+ *		versions cs[0..ncs), the newest first (one for most dates).  The
+ *		fields are the newest version's in its "columns" order, then those
+ *		only older versions have (the newer versions' first, each in its
+ *		order), then the newest's event_id and schema_version fields: a
+ *		field a version lacks is an empty CSV field of its records.  A field
+ *		whose versions write it differently is written as
+ *		kl_field_kind_merge says, and its silver type is
+ *		kl_layout_field_type's.  So the layout depends on the set of
+ *		versions a date holds only, not on the order its batches landed in,
+ *		nor on the version the source lands with now.  A contract without
+ *		business date cannot be bridged (0A000), nor one whose sql_type is
+ *		not a built-in type (42P17, kl_contract_check_sql_types).
  */
 KlLayout *
-kl_layout_for(const KlSource *src, const KlContract *c)
+kl_layout_for(const KlSource *src, const KlContract *const *cs, int ncs)
 {
+	const KlContract *c = cs[0];
 	KlLayout   *lay = palloc0(sizeof(KlLayout));
-	int		   *order = palloc(sizeof(int) * Max(c->ncolumns, 1));
+	int			cap = 0;
+	const KlSchema **order;
 	int			n = 0;
 	const char **taken;
 	int			ntaken = 0;
 	char	  **header;
+	const KlSchema **versions = palloc(sizeof(KlSchema *) * ncs);
 
 	if (c->raw || c->bd_kind == KL_BD_NONE)
 		ereport(ERROR,
@@ -274,17 +343,39 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 				 errdetail("bridge() bridges one business date at a time."),
 				 errhint("Create a contract with a \"business_date\" (a date field, a timestamp field in a time zone, or the Kafka timestamp) with create_contract(), then move the source to it with kafka_lake.alter_source('%s', <contract>).",
 						src->source)));
-	kl_contract_check_sql_types(c);
+	for (int v = 0; v < ncs; v++)
+	{
+		kl_contract_check_sql_types(cs[v]);
+		cap += cs[v]->ncolumns;
+	}
 
 	lay->contract = c;
 	lay->machine = c->builtin && strcmp(c->name, KL_MACHINE_EVENT_V1) == 0;
+	order = palloc(sizeof(KlSchema *) * Max(cap, 1));
 	for (int i = 0; i < c->ncolumns; i++)
 		if (c->columns[i] != c->event_id_prop && c->columns[i] != c->schema_version_prop)
-			order[n++] = c->columns[i];
+			order[n++] = &c->top.props[c->columns[i]];
+	for (int v = 1; v < ncs; v++)
+	{
+		for (int i = 0; i < cs[v]->ncolumns; i++)
+		{
+			const KlSchema *s = &cs[v]->top.props[cs[v]->columns[i]];
+			bool		have = false;
+
+			for (int j = 0; j < n && !have; j++)
+				have = (strcmp(order[j]->name, s->name) == 0);
+			if (c->event_id_prop >= 0)
+				have |= (strcmp(c->top.props[c->event_id_prop].name, s->name) == 0);
+			if (c->schema_version_prop >= 0)
+				have |= (strcmp(c->top.props[c->schema_version_prop].name, s->name) == 0);
+			if (!have)
+				order[n++] = s;
+		}
+	}
 	if (c->event_id_prop >= 0)
-		order[n++] = c->event_id_prop;
+		order[n++] = &c->top.props[c->event_id_prop];
 	if (c->schema_version_prop >= 0)
-		order[n++] = c->schema_version_prop;
+		order[n++] = &c->top.props[c->schema_version_prop];
 
 	lay->nfields = n;
 	lay->fields = palloc0(sizeof(KlBridgeField) * Max(n, 1));
@@ -296,25 +387,52 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 	lay->silver_date = true;
 	for (int i = 0; i < n; i++)
 	{
-		const KlSchema *s = &c->top.props[order[i]];
+		const KlSchema *s = order[i];
 		KlBridgeField *f = &lay->fields[i];
-		bool		required = false;
+		const KlSchema *typed;
+		bool		required = true;
+		int			nv = 0;
 
-		for (int r = 0; r < c->top.nrequired; r++)
-			required |= (c->top.required[r] == order[i]);
 		f->name = s->name;
-		f->kind = kl_field_kind(s->types);
-		f->required = required && (s->types & KL_TYPE_NULL) == 0;
-		f->date_time = (s->format == KL_FORMAT_DATE_TIME);
-		f->sql_type = s->sql_type;
-		f->sql_typid = s->sql_typid;
-		f->sql_typmod = s->sql_typmod;
+		f->date_time = true;
+		/* the field in every version, oldest first */
+		for (int v = ncs - 1; v >= 0; v--)
+		{
+			const KlContract *cv = cs[v];
+			int			prop = -1;
+			bool		req = false;
+			KlFieldKind kind;
+
+			for (int p = 0; p < cv->top.nprops && prop < 0; p++)
+				if (strcmp(cv->top.props[p].name, s->name) == 0)
+					prop = p;
+			if (prop < 0)
+			{
+				required = false;
+				continue;
+			}
+			for (int r = 0; r < cv->top.nrequired; r++)
+				req |= (cv->top.required[r] == prop);
+			required &= req && (cv->top.props[prop].types & KL_TYPE_NULL) == 0;
+			f->date_time &= (cv->top.props[prop].format == KL_FORMAT_DATE_TIME);
+			kind = kl_field_kind(cv->top.props[prop].types);
+			if (nv > 0 && kind != f->kind)
+				f->mixed = true;
+			f->kind = nv > 0 ? kl_field_kind_merge(f->kind, kind) : kind;
+			f->kinds |= kl_field_kinds(&cv->top.props[prop]);
+			versions[nv++] = &cv->top.props[prop];
+		}
+		typed = kl_layout_field_type(versions, nv, src->source);
+		f->required = required;
+		f->sql_type = typed->sql_type;
+		f->sql_typid = typed->sql_typid;
+		f->sql_typmod = typed->sql_typmod;
 		f->schema = s;
-		if (c->bd_kind == KL_BD_DATE_FIELD && order[i] == c->bd_prop)
+		if (c->bd_kind == KL_BD_DATE_FIELD && s == &c->top.props[c->bd_prop])
 			lay->bd_field = i;
 		if (f->date_time && lay->fresh_field < 0)
 			lay->fresh_field = i;
-		if (order[i] == c->event_id_prop)
+		if (c->event_id_prop >= 0 && s == &c->top.props[c->event_id_prop])
 			lay->id_field = i;
 		if (strcmp(s->name, "business_date") == 0)
 			lay->silver_date = false;
@@ -339,7 +457,7 @@ kl_layout_for(const KlSource *src, const KlContract *c)
 	lay->nk = palloc(sizeof(int) * Max(c->nnatural_key, 1));
 	for (int k = 0; k < c->nnatural_key; k++)
 		for (int i = 0; i < n; i++)
-			if (order[i] == c->natural_key[k])
+			if (order[i] == &c->top.props[c->natural_key[k]])
 				lay->nk[k] = i;
 
 	/* the CSV's header: the fields' own names, then the provenance */
@@ -839,15 +957,96 @@ kl_text_array_cstrings(Datum d, int *n)
 }
 
 /*
+ * kl_version_compare
+ *		Contract versions, the newest first.
+ */
+static int
+kl_version_compare(const ListCell *a, const ListCell *b)
+{
+	int32		x = lfirst_int(a);
+	int32		y = lfirst_int(b);
+
+	return x > y ? -1 : x < y ? 1 : 0;
+}
+
+/*
+ * kl_bridge_date_layout
+ *		The layout of the date: of the versions of the source's contract
+ *		that judged its events (kl_layout_for).  Every batch that may hold
+ *		an event of the date must have been judged by the source's contract,
+ *		some version of it (0A000 otherwise, nothing written); when the
+ *		candidates were judged by more than one version, the batches and
+ *		readmit units that give the date an event are found first
+ *		(kl_bridge_date_versions), so that the layout follows the events.
+ */
+static KlLayout *
+kl_bridge_date_layout(KlBridge *b, List *batches)
+{
+	const KlContract *c = kl_source_contract(b->src);
+	bool		machine = c->builtin && strcmp(c->name, KL_MACHINE_EVENT_V1) == 0;
+	List	   *versions = NIL;
+	List	   *members;
+	ListCell   *cell;
+	const KlContract **cs;
+	const KlContract *probe;
+	int			n = 0;
+	int32		newest = 0;
+
+	foreach(cell, batches)
+	{
+		KlBatch    *batch = lfirst(cell);
+		bool		same;
+
+		if (machine)
+			same = kl_batch_is_machine_event_v1(batch);
+		else
+			same = batch->contract != NULL && strcmp(batch->contract, c->name) == 0;
+		if (!same)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("business date %s of source \"%s\" has a batch judged by contract \"%s\" version %d",
+							b->date_text, b->src->source,
+							batch->contract ? batch->contract : KL_MACHINE_EVENT_V1,
+							batch->contract ? batch->contract_version : 1),
+					 errdetail("%s %s of partition %d; the source lands with contract \"%s\".",
+							   batch->readmit ? "Readmit unit" : "Batch",
+							   batch->batch_id, batch->partition, c->name),
+					 errhint("bridge() reads the batches that some version of the source's contract judged; query the others through kafka_lake.%s_events.",
+							 b->src->source)));
+		if (!machine && batch->contract_version > newest)
+			newest = batch->contract_version;
+	}
+	if (machine || batches == NIL)
+		return kl_layout_for(b->src, &c, 1);
+
+	/* the versions that judged events of the date */
+	probe = kl_contract_get(c->name, newest);
+	members = kl_bridge_date_versions(b, batches, kl_layout_for(b->src, &probe, 1));
+	if (members == NIL)
+		members = batches;
+	foreach(cell, members)
+	{
+		KlBatch    *batch = lfirst(cell);
+
+		if (!list_member_int(versions, batch->contract_version))
+			versions = lappend_int(versions, batch->contract_version);
+	}
+	list_sort(versions, kl_version_compare);
+	cs = palloc(sizeof(KlContract *) * list_length(versions));
+	foreach(cell, versions)
+		cs[n++] = kl_contract_get(c->name, lfirst_int(cell));
+	return kl_layout_for(b->src, cs, n);
+}
+
+/*
  * kl_bridge_define
  *		The layout, golds and owners' checks of b's source.
  */
 void
-kl_bridge_define(KlBridge *b)
+kl_bridge_define(KlBridge *b, List *batches)
 {
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
-	const KlContract *c = kl_source_contract(b->src);
-	KlLayout   *lay = kl_layout_for(b->src, c);
+	KlLayout   *lay = kl_bridge_date_layout(b, batches);
 	List	   *rows = NIL;
 	List	   *checks = NIL;
 	ListCell   *cell;
@@ -856,7 +1055,7 @@ kl_bridge_define(KlBridge *b)
 	if (lay->machine)
 		b->golds = lappend(b->golds, kl_builtin_gold(lay));
 	else
-		kl_silver_ensure(b->src, c);
+		kl_silver_follow(b->src, lay);
 
 	if (kl_catalog_has_golds())
 	{
@@ -971,28 +1170,18 @@ kl_silver_expected(const KlLayout *lay)
 }
 
 /*
- * kl_silver_ensure
- *		Create kafka_lake.<source>_silver for a source whose contract is
- *		not machine_event_v1 and has a business date, if it does not exist.
+ * kl_silver_create
+ *		Create kafka_lake.<source>_silver with the columns of a layout.
  */
-void
-kl_silver_ensure(const KlSource *src, const KlContract *c)
+static void
+kl_silver_create(const KlSource *src, const KlLayout *lay)
 {
-	KlLayout   *lay;
-	const char *rel;
+	const char *rel = quote_identifier(lay->silver);
+	List	   *cols = kl_silver_columns_ddl(lay, true);
 	StringInfoData sql;
 	KlCatalogSave cs;
-	List	   *cols;
 	ListCell   *cell;
 
-	if (c->raw || c->bd_kind == KL_BD_NONE ||
-		(c->builtin && strcmp(c->name, KL_MACHINE_EVENT_V1) == 0))
-		return;
-	lay = kl_layout_for(src, c);
-	if (OidIsValid(get_relname_relid(lay->silver, get_namespace_oid("kafka_lake", false))))
-		return;
-	rel = quote_identifier(lay->silver);
-	cols = kl_silver_columns_ddl(lay, true);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE kafka_lake.%s (", rel);
 	foreach(cell, cols)
@@ -1009,10 +1198,222 @@ kl_silver_ensure(const KlSource *src, const KlContract *c)
 							 rel), false, 0) != SPI_OK_UTILITY ||
 		SPI_execute(psprintf("COMMENT ON TABLE kafka_lake.%s IS %s", rel,
 							 quote_literal_cstr(psprintf("Silver of kafka_lake source %s: the accepted events of each bridge run, one column per field of contract %s, deduplicated on its natural key",
-														 src->source, c->name))),
+														 src->source, lay->contract->name))),
 					false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not create kafka_lake.%s", rel);
 	kl_catalog_end(cs);
+}
+
+/*
+ * kl_silver_ensure
+ *		Create kafka_lake.<source>_silver for a source whose contract is
+ *		not machine_event_v1 and has a business date, if it does not exist.
+ */
+void
+kl_silver_ensure(const KlSource *src, const KlContract *c)
+{
+	KlLayout   *lay;
+
+	if (c->raw || c->bd_kind == KL_BD_NONE ||
+		(c->builtin && strcmp(c->name, KL_MACHINE_EVENT_V1) == 0))
+		return;
+	lay = kl_layout_for(src, &c, 1);
+	if (!OidIsValid(get_relname_relid(lay->silver, get_namespace_oid("kafka_lake", false))))
+		kl_silver_create(src, lay);
+}
+
+/*
+ * kl_silver_follow
+ *		Make kafka_lake.<source>_silver hold what the date's layout writes,
+ *		in the bridge's transaction: created from the contract when it does
+ *		not exist; else a column added (nullable: earlier rows lack it) for
+ *		each new field, a column's type changed when it does not read what
+ *		the field's versions give and the field's type reads the column's
+ *		values too (as alter_source() changes <source>_events: bigint to
+ *		numeric, anything to text), NOT NULL dropped from a column whose
+ *		field may now be absent or null.  Columns of fields the date's
+ *		versions lack stay (null in its rows).  A column that cannot follow
+ *		is ERROR 42804, nothing changed: the hint gives the one way on
+ *		(rename the table: the next bridge() creates it again, the gold of
+ *		earlier snapshots stays readable).
+ */
+void
+kl_silver_follow(const KlSource *src, const KlLayout *lay)
+{
+	Oid			relid = get_relname_relid(lay->silver, get_namespace_oid("kafka_lake", false));
+	const char *rel = quote_identifier(lay->silver);
+	List	   *changes = NIL;
+	KlCatalogSave cs;
+	ListCell   *cell;
+	int			nexisting;
+	char	  **names;
+	char	  **types;
+	bool	   *notnull;
+	bool	   *used;
+	MemoryContext caller = CurrentMemoryContext;
+
+	if (!OidIsValid(relid))
+	{
+		kl_silver_create(src, lay);
+		/* the rest of the bridge reads the new table */
+		CommandCounterIncrement();
+		if (ActiveSnapshotSet())
+			UpdateActiveSnapshotCommandId();
+		return;
+	}
+
+	cs = kl_catalog_begin();
+	{
+		Oid			argtypes[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+		if (SPI_execute_with_args("SELECT attname::text, pg_catalog.format_type(atttypid, atttypmod), attnotnull"
+								  " FROM pg_catalog.pg_attribute WHERE attrelid = $1 AND attnum > 0"
+								  " AND NOT attisdropped ORDER BY attnum",
+								  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the columns of kafka_lake.%s", rel);
+	}
+	nexisting = (int) SPI_processed;
+	names = palloc(sizeof(char *) * Max(nexisting, 1));
+	types = palloc(sizeof(char *) * Max(nexisting, 1));
+	notnull = palloc(sizeof(bool) * Max(nexisting, 1));
+	used = palloc0(sizeof(bool) * Max(nexisting, 1));
+	for (int i = 0; i < nexisting; i++)
+	{
+		bool		isnull;
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		names[i] = pstrdup(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		types[i] = pstrdup(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+		notnull[i] = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+		MemoryContextSwitchTo(spi);
+		if (strcmp(names[i], "run_id") == 0 ||
+			(lay->silver_date && strcmp(names[i], "business_date") == 0))
+			used[i] = true;
+		for (int p = 0; p < KL_NPROVENANCE; p++)
+			used[i] |= (strcmp(names[i], kl_provenance[p][0]) == 0);
+	}
+
+	for (int f = 0; f < lay->nfields; f++)
+	{
+		const KlBridgeField *fd = &lay->fields[f];
+		int			have = -1;
+
+		for (int i = 0; i < nexisting && have < 0; i++)
+			if (strcmp(names[i], fd->column) == 0)
+				have = i;
+		if (have < 0)
+		{
+			changes = lappend(changes, psprintf("ADD COLUMN %s %s",
+												quote_identifier(fd->column), fd->sql_type));
+			continue;
+		}
+		used[have] = true;
+		if (notnull[have] && !fd->required)
+			changes = lappend(changes, psprintf("ALTER COLUMN %s DROP NOT NULL",
+												quote_identifier(fd->column)));
+		if (strcmp(types[have], fd->sql_type) == 0 ||
+			(kl_type_reads(types[have]) & fd->kinds) == fd->kinds)
+			continue;			/* the column reads the field's values */
+		if ((kl_type_reads(fd->sql_type) & kl_type_reads(types[have])) == kl_type_reads(types[have]))
+		{
+			changes = lappend(changes, psprintf("ALTER COLUMN %s TYPE %s USING %s::%s",
+												quote_identifier(fd->column), fd->sql_type,
+												quote_identifier(fd->column), fd->sql_type));
+			continue;
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of kafka_lake.%s (%s) cannot hold field \"%s\" of contract \"%s\" version %d (%s)",
+						fd->column, rel, types[have], fd->name, lay->contract->name,
+						lay->contract->version, fd->sql_type),
+				 errdetail("Silver keeps one column per field for every business date; neither type reads the other's values."),
+				 errhint("Rename the table (ALTER TABLE kafka_lake.%s RENAME TO %s): the next bridge() creates it again from the contract, and the gold of earlier snapshots stays readable.",
+						 rel, quote_identifier(psprintf("%s_v%d", lay->silver, lay->contract->version - 1)))));
+	}
+	for (int i = 0; i < nexisting; i++)
+		if (!used[i] && notnull[i])
+			changes = lappend(changes, psprintf("ALTER COLUMN %s DROP NOT NULL",
+												quote_identifier(names[i])));
+	if (changes != NIL)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "ALTER TABLE kafka_lake.%s ", rel);
+		foreach(cell, changes)
+			appendStringInfo(&sql, "%s%s", foreach_current_index(cell) > 0 ? ", " : "",
+							 (char *) lfirst(cell));
+		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not alter kafka_lake.%s", rel);
+	}
+	kl_catalog_end(cs);
+	if (changes != NIL)
+	{
+		/* the rest of the bridge reads the altered table */
+		CommandCounterIncrement();
+		if (ActiveSnapshotSet())
+			UpdateActiveSnapshotCommandId();
+	}
+}
+
+/*
+ * kl_silver_holds
+ *		Does a source's silver table hold what the date's layout writes, as
+ *		kl_silver_follow() leaves it: run_id, business_date and the
+ *		provenance of their types, a column of each field whose type reads
+ *		the field's values, every other column nullable?  For the
+ *		schema_drift check of a silver that followed its contract.
+ */
+bool
+kl_silver_holds(const KlLayout *lay)
+{
+	Oid			relid = kl_catalog_relid(lay->silver);
+	KlCatalogSave cs;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		ok = true;
+	int			matched = 0;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT attname::text, pg_catalog.format_type(atttypid, atttypmod), attnotnull"
+							  " FROM pg_catalog.pg_attribute WHERE attrelid = $1 AND attnum > 0"
+							  " AND NOT attisdropped ORDER BY attnum",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the columns of kafka_lake.%s", lay->silver);
+	for (uint64 i = 0; i < SPI_processed && ok; i++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char	   *type = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		bool		isnull;
+		bool		notnull = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i],
+														 SPI_tuptable->tupdesc, 3, &isnull));
+		bool		known = false;
+
+		if (strcmp(name, "run_id") == 0)
+			known = true, ok = strcmp(type, "text") == 0;
+		else if (lay->silver_date && strcmp(name, "business_date") == 0)
+			known = true, ok = strcmp(type, "date") == 0;
+		for (int p = 0; p < KL_NPROVENANCE && !known; p++)
+			if (strcmp(name, kl_provenance[p][0]) == 0)
+				known = true, ok = strncmp(kl_provenance[p][1], type, strlen(type)) == 0;
+		for (int f = 0; f < lay->nfields && !known; f++)
+		{
+			const KlBridgeField *fd = &lay->fields[f];
+
+			if (strcmp(name, fd->column) != 0)
+				continue;
+			known = true;
+			ok = strcmp(type, fd->sql_type) == 0 ||
+				(kl_type_reads(type) & fd->kinds) == fd->kinds;
+		}
+		if (known)
+			matched++;
+		else if (notnull)
+			ok = false;
+	}
+	kl_catalog_end(cs);
+	return ok && matched == 1 + (lay->silver_date ? 1 : 0) + lay->ncolumns;
 }
 
 /*
@@ -1521,7 +1922,7 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	kl_catalog_lock_source(src);
 	c = kl_source_contract(src);
-	lay = kl_layout_for(src, c);
+	lay = kl_layout_for(src, &c, 1);
 	kl_caller_may_define(src, psprintf("gold \"%s\"", gold));
 	kl_check_gold_name(gold);
 	if (strcmp(gold, KL_BUILTIN_GOLD) == 0 || kl_name_taken(gold) ||
@@ -1622,7 +2023,7 @@ kafka_lake_add_check(PG_FUNCTION_ARGS)
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	kl_catalog_lock_source(src);
 	c = kl_source_contract(src);
-	lay = kl_layout_for(src, c);
+	lay = kl_layout_for(src, &c, 1);
 	kl_caller_may_define(src, psprintf("check \"%s\"", check));
 	for (int i = 0; kl_reserved_checks[i]; i++)
 		if (strcmp(kl_reserved_checks[i], check) == 0)

@@ -114,7 +114,6 @@ static void
 kl_bridge_check_silver_layout(Relation rel, const KlLayout *lay)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	int			want = 1 + (lay->silver_date ? 1 : 0) + lay->ncolumns;
 
 	if (lay->machine)
 	{
@@ -132,36 +131,46 @@ kl_bridge_check_silver_layout(Relation rel, const KlLayout *lay)
 			kl_silver_layout_error(lay->silver, true);
 		return;
 	}
-	if (desc->natts != want)
-		kl_silver_layout_error(lay->silver, false);
-	for (int i = 0; i < desc->natts; i++)
+	/*
+	 * A source's own silver follows its contract (kl_silver_follow): it has
+	 * run_id and business_date, a column of each field of the date's layout
+	 * and the provenance, and may have more (fields of other versions).
+	 */
+	for (int c = -2; c < lay->ncolumns; c++)
 	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
 		const char *name;
-		Oid			type;
-		int			pos = i;
+		Oid			type = InvalidOid;
+		bool		found = false;
 
-		if (pos == 0)
+		if (c == -2)
 		{
 			name = "run_id";
 			type = TEXTOID;
 		}
-		else if (lay->silver_date && pos == 1)
+		else if (c == -1)
 		{
+			if (!lay->silver_date)
+				continue;
 			name = "business_date";
 			type = DATEOID;
 		}
 		else
 		{
-			int			c = pos - 1 - (lay->silver_date ? 1 : 0);
-
 			name = lay->column_names[c];
-			if (c < lay->nfields)
-				type = lay->fields[c].sql_typid;
-			else
+			if (c >= lay->nfields)
 				type = kl_silver_columns[14 + (c - lay->nfields)].type;
 		}
-		if (att->attisdropped || att->atttypid != type || strcmp(NameStr(att->attname), name) != 0)
+		for (int i = 0; i < desc->natts && !found; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (att->attisdropped || strcmp(NameStr(att->attname), name) != 0)
+				continue;
+			found = true;
+			if (OidIsValid(type) && att->atttypid != type)
+				kl_silver_layout_error(lay->silver, false);
+		}
+		if (!found)
 			kl_silver_layout_error(lay->silver, false);
 	}
 }

@@ -11,8 +11,10 @@
  * events of the date that the certified snapshot did not select (the
  * closing's bridge selects below the marks, bridge_select.c).  A partition
  * the certificate does not name (the topic grew partitions since) has a
- * mark of 0: all its events of the date are late.  Coordinates that
- * recover() demoted are not accepted and are not listed.
+ * mark of 0: all its events of the date are late.  So are the events of a
+ * readmit unit made after the certificate, wherever they lie: the certified
+ * snapshot did not count them (they were quarantined then).  Coordinates
+ * that recover() demoted are not accepted and are not listed.
  *
  * The business date of an event is in the landed line only (the line's own
  * business_date member, or for machine_event_v1 the event's field), so this
@@ -115,8 +117,11 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 		size_t		len;
 		MemoryContext old;
 
-		if (batch->last_offset < through || batch->counts[KL_FILE_ACCEPTED] == 0 ||
-			batch->expired)
+		/* a unit made after the certificate re-admitted below the marks */
+		bool		unit_after = batch->readmit && batch->landed_at > c->closed_at;
+
+		if ((batch->last_offset < through && !unit_after) ||
+			batch->counts[KL_FILE_ACCEPTED] == 0 || batch->expired)
 			continue;
 		old = MemoryContextSwitchTo(batch_cxt);
 		kl_check_manifest(src, batch);
@@ -134,7 +139,7 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 			if ((reader.lineno & 1023) == 0)
 				CHECK_FOR_INTERRUPTS();
 			kl_line_parse(line, text, len, KL_WANT_KAFKA | KL_WANT_IDS);
-			if (line->offset < through)
+			if (line->offset < through && !unit_after)
 				continue;
 			/* the line's own ids, or (machine_event_v1) the event's */
 			date = kl_late_string(line->has_ids ? &line->business_date : &line->fields[0]);

@@ -107,6 +107,8 @@ typedef struct KlBatch
 	bool		has_demoted;	/* ... 'D': accepted lines read as duplicates */
 	bool		has_readmitted; /* ... 'R': quarantine lines a readmit unit
 								 * replaces */
+	bool		has_excluded;	/* ... 'X': accepted lines set aside */
+	bool		has_promoted;	/* ... 'P': duplicate lines read as accepted */
 	int64	   *offset_list;	/* when the range has gaps and it is needed */
 	uint8	   *fingerprints;	/* when asked for */
 	int			nfingerprints;
@@ -125,6 +127,7 @@ typedef struct KlBatch
 	int			ncompacted_from;
 	bool		expired;		/* from the catalog: its record files are gone */
 	TimestampTz expired_at;
+	TimestampTz landed_at;		/* from the catalog: when its row was made */
 } KlBatch;
 
 /* the directory name of a batch: "batch=<id>", or "readmit=<id>" */

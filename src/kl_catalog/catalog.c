@@ -1457,7 +1457,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
-					 " b.record_count, %s, %s, %s"
+					 " b.record_count, %s, %s, %s, b.created_at"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1591,6 +1591,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 			b->expired = true;
 			b->expired_at = DatumGetTimestampTz(d);
 		}
+		b->landed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 27, &isnull));
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}

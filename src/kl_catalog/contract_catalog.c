@@ -333,21 +333,11 @@ typedef struct KlEventsColumn
 	const KlSchema *schema;		/* fields */
 } KlEventsColumn;
 
-/* what a column of a type reads */
-#define KL_READS_INTEGER	0x01
-#define KL_READS_NUMBER		0x02
-#define KL_READS_STRING		0x04
-#define KL_READS_DATE		0x08
-#define KL_READS_DATE_TIME	0x10
-#define KL_READS_BOOLEAN	0x20
-#define KL_READS_JSON		0x40
-#define KL_READS_ALL		0x7F
-
 /*
  * kl_field_kinds
  *		The KL_READS_* values of a field can need.
  */
-static int
+int
 kl_field_kinds(const KlSchema *s)
 {
 	int			k = 0;
@@ -370,7 +360,7 @@ kl_field_kinds(const KlSchema *s)
  * kl_type_reads
  *		The KL_READS_* a column type reads (0: only what it was made for).
  */
-static int
+int
 kl_type_reads(const char *type)
 {
 	if (strcmp(type, "text") == 0 || strcmp(type, "jsonb") == 0 || strcmp(type, "json") == 0)
