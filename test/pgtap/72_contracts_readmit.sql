@@ -144,6 +144,6 @@ SELECT kafka_lake.alter_source('ra72_mev', 'machine_event_v1');
 SELECT is((SELECT string_agg(event_id || ' ' || operation, ', ' ORDER BY event_id) FROM kafka_lake.ra72_mev_events),
           'evt-72-1 assembly, evt-72-2 painting', 'the re-admitted machine event reads in the typed table');
 SELECT throws_ok($$SELECT * FROM kafka_lake.bridge('ra72_mev', '2026-06-29')$$, '0A000', NULL,
-                 'bridge() refuses the date: it holds a record that readmit() re-admitted');
+                 'bridge() refuses the date: it holds a record that another contract re-admitted');
 
 SELECT * FROM finish();
