@@ -127,6 +127,7 @@ typedef struct KlGoldDef
 	int			nmetrics;
 	KlMetric   *metrics;
 	char	   *compute;		/* SQL gold: its function, else NULL */
+	int			version;		/* of its definition (gold_definitions) */
 	/* one run */
 	KlKeySet	keys;
 	int			ngroups;
@@ -144,6 +145,7 @@ typedef struct KlOwnerCheck
 	char	   *name;
 	char	   *function;
 	char	   *owner;			/* the role that added it */
+	int			version;		/* of its definition (check_definitions) */
 } KlOwnerCheck;
 
 /* A batch that gave events to this date (for provenance.json) */
@@ -281,6 +283,7 @@ extern char *kl_csv_header_of(char **names, int *lens, int n);
 extern void kl_silver_ensure(const KlSource *src, const KlContract *c);
 extern char *kl_silver_expected(const KlLayout *lay);
 extern void kl_bridge_drop_definitions(int32 source_id, const char *source);
+extern bool kl_catalog_has_definitions(void);
 
 /* in bridge_silver.c */
 extern const KlSilverColumn kl_silver_columns[KL_SILVER_NATTS];
@@ -293,6 +296,10 @@ extern void kl_bridge_check(KlBridge *b);
 extern void kl_bridge_closing_check(KlBridge *b, bool reopen);
 extern int64 kl_bridge_republish(KlBridge *b, const char *run_id);
 extern void kl_bridge_reopened(KlBridge *b, int64 snapshot_id);
+
+/* in bridge_recheck.c */
+extern bool kl_bridge_recheck(KlBridge *b, bool reopen, int64 *snapshot_id, bool *has_snapshot,
+							  bool *published);
 
 /* in bridge_gold.c */
 extern bool kl_bridge_find_processed_run(KlBridge *b, KlPriorRun *prior);
