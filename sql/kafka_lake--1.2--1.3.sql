@@ -35,9 +35,15 @@
 -- defined before are made again (replace_gold_functions, a helper of this
 -- script only).  bridge() gains recheck (default false): a date whose
 -- accepted events did not change runs the current golds and checks again,
--- and publishes only when their result differs; C symbol
+-- and publishes only when their result differs (the run it replaces is
+-- then 'superseded', so that an input has one processed run); C symbol
 -- kafka_lake_bridge_1_3, the function is created again with its grants.
 --------------------------------------------------------------------------
+
+-- a run that a recheck replaced is 'superseded': one processed run per input
+ALTER TABLE kafka_lake.runs
+    DROP CONSTRAINT runs_status_check,
+    ADD CONSTRAINT runs_status_check CHECK (status IN ('processed', 'failed_quality', 'superseded'));
 
 ALTER TABLE kafka_lake.golds
     ADD COLUMN version integer NOT NULL DEFAULT 1 CHECK (version >= 1);

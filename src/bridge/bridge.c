@@ -334,7 +334,7 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen, bool recheck)
 	if (skipped && recheck)
 	{
 		/* the same input, with the golds and checks the source has now */
-		ran = kl_bridge_recheck(b, reopen, &snapshot_id, &has_snapshot, &published);
+		ran = kl_bridge_recheck(b, prior.run_id, reopen, &snapshot_id, &has_snapshot, &published);
 		skipped = !ran;
 	}
 	if (skipped)

@@ -298,8 +298,8 @@ extern int64 kl_bridge_republish(KlBridge *b, const char *run_id);
 extern void kl_bridge_reopened(KlBridge *b, int64 snapshot_id);
 
 /* in bridge_recheck.c */
-extern bool kl_bridge_recheck(KlBridge *b, bool reopen, int64 *snapshot_id, bool *has_snapshot,
-							  bool *published);
+extern bool kl_bridge_recheck(KlBridge *b, const char *prior_run, bool reopen, int64 *snapshot_id,
+							  bool *has_snapshot, bool *published);
 
 /* in bridge_gold.c */
 extern bool kl_bridge_find_processed_run(KlBridge *b, KlPriorRun *prior);

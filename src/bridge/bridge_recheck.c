@@ -8,10 +8,11 @@
  *	  result.
  *
  * The run goes through the ordinary steps 6 to 8 (silver, golds, checks,
- * snapshot) inside an internal subtransaction.  Then:
+ * snapshot) inside an internal subtransaction, the earlier run of the input
+ * 'superseded' meanwhile (an input has one processed run).  Then:
  *	- a check failed: the run is kept as "failed_quality", nothing is
  *	  published, the date's current snapshot stays current (as any bridge
- *	  whose checks fail);
+ *	  whose checks fail) and the earlier run stays the processed one;
  *	- it published, and the new snapshot says the same as the date's
  *	  current one (source_hash, each check's name, outcome, expected and
  *	  observed, the set of golds, each gold's rows but for snapshot_id and
@@ -50,8 +51,8 @@
  *		*has_snapshot as kl_bridge_process gives them.
  */
 bool
-kl_bridge_recheck(KlBridge *b, bool reopen, int64 *snapshot_id, bool *has_snapshot,
-				  bool *published)
+kl_bridge_recheck(KlBridge *b, const char *prior_run, bool reopen, int64 *snapshot_id,
+				  bool *has_snapshot, bool *published)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -63,8 +64,11 @@ kl_bridge_recheck(KlBridge *b, bool reopen, int64 *snapshot_id, bool *has_snapsh
 	MemoryContextSwitchTo(caller);
 	PG_TRY();
 	{
+		kl_catalog_supersede_run(prior_run, false);
 		*published = kl_bridge_process(b, snapshot_id, has_snapshot);
-		if (*published && st.has_current)
+		if (!*published)
+			kl_catalog_supersede_run(prior_run, true);
+		else if (st.has_current)
 			changed = kl_catalog_snapshots_differ(b, st.snapshot_id, *snapshot_id);
 	}
 	PG_CATCH();

@@ -770,6 +770,28 @@ kl_catalog_record_definitions(KlBridge *b, int64 snapshot_id)
 }
 
 /*
+ * kl_catalog_supersede_run
+ *		A recheck replaces the processed run of its input (status
+ *		'superseded', so that one run of an input is processed), or, back:
+ *		its checks failed, the run is processed again.
+ */
+void
+kl_catalog_supersede_run(const char *run_id, bool back)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(run_id)};
+	KlCatalogSave cs;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(back ?
+							  "UPDATE kafka_lake.runs SET status = 'processed' WHERE run_id = $1 AND status = 'superseded'" :
+							  "UPDATE kafka_lake.runs SET status = 'superseded' WHERE run_id = $1 AND status = 'processed'",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not update run %s", run_id);
+	kl_catalog_end(cs);
+}
+
+/*
  * kl_catalog_snapshots_differ
  *		Does snapshot after (just published by a recheck) say something that
  *		snapshot before does not: another source_hash, other check outcomes
