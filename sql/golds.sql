@@ -105,7 +105,7 @@ SELECT pg_temp.error_of(q)
     ($$SELECT kafka_lake.add_check('regress_g_raw', 'c1', 'SELECT 1')$$)
   ) AS t(q);
 
--- a good one, twice
+-- a good one, then again with other columns (refused: its table keeps its columns)
 SELECT kafka_lake.define_gold('regress_g', 'regress_g_daily', ARRAY['business_date', 'country'],
   '{"revenue": {"sum": "amount"}, "items": {"sum": "qty"}, "sales": {"count": "*"}, "noted": {"count": "note"},
     "avg_qty": {"avg": "qty", "round": 2, "rounding": "python"}, "items_per_sale": {"ratio": ["items", "sales"], "round": 3}}');

@@ -48,6 +48,11 @@
  *	   snapshot carry the closing status: provisional, or reopened for a
  *	   date that was closed.
  *
+ * With recheck (bridge_recheck.c), step 5 finding a processed run of the
+ * same input runs steps 6 to 8 again with the source's current golds and
+ * checks, and keeps the result only when it differs from the date's
+ * current snapshot.
+ *
  * close_date() runs the same steps through kl_bridge_create, kl_bridge_gather,
  * kl_bridge_adapter and kl_bridge_process, and decides itself what a
  * processed input becomes (close.c).
@@ -106,6 +111,7 @@
 
 PG_FUNCTION_INFO_V1(kafka_lake_bridge);
 PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_1);
+PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_3);
 
 /*
  * kl_date_text
@@ -278,20 +284,27 @@ kl_bridge_process(KlBridge *b, int64 *snapshot_id, bool *has_snapshot)
 
 /*
  * kl_bridge_call
- *		bridge(source, business_date [, reopen]): one row (business_date,
- *		source_hash, the adapter version, the run, the checks, silver, gold,
- *		the snapshot).  closing: the catalog has the closing of dates
- *		(1.1): a closed date whose input changed is refused unless reopen
- *		(bridge_closing.c).
+ *		bridge(source, business_date [, reopen [, recheck]]): one row
+ *		(business_date, source_hash, the adapter version, the run, the
+ *		checks, silver, gold, the snapshot).  closing: the catalog has the
+ *		closing of dates (1.1): a closed date whose input changed is refused
+ *		unless reopen (bridge_closing.c).  recheck: an input processed
+ *		before is run again with the current golds and checks, and published
+ *		when its result changed (bridge_recheck.c).
  */
 static Datum
-kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen)
+kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen, bool recheck)
 {
 	TupleDesc	tupdesc;
 	KlBridge   *b;
 	Datum		values[12];
 	bool		nulls[12] = {0};
 	KlPriorRun	prior;
+	bool		skipped;
+	bool		ran = false;
+	int64		snapshot_id = 0;
+	bool		has_snapshot = false;
+	bool		published = false;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -317,7 +330,14 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen)
 	values[2] = Int32GetDatum((int32) Min(b->selected, PG_INT32_MAX));
 	values[3] = CStringGetTextDatum(b->adapter_created ? "created" : "reused");
 
-	if (kl_bridge_find_processed_run(b, &prior))
+	skipped = kl_bridge_find_processed_run(b, &prior);
+	if (skipped && recheck)
+	{
+		/* the same input, with the golds and checks the source has now */
+		ran = kl_bridge_recheck(b, prior.run_id, reopen, &snapshot_id, &has_snapshot, &published);
+		skipped = !ran;
+	}
+	if (skipped)
 	{
 		/* step 5: this input was processed already */
 		kl_bridge_drop_temp(b);
@@ -340,14 +360,13 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen)
 	}
 	else
 	{
-		int64		snapshot_id = 0;
-		bool		has_snapshot;
-		bool		published;
-
-		/* steps 6 to 8 */
-		published = kl_bridge_process(b, &snapshot_id, &has_snapshot);
-		if (published && b->reopening)
-			kl_bridge_reopened(b, snapshot_id);
+		/* steps 6 to 8 (a recheck that changed the result ran them already) */
+		if (!ran)
+		{
+			published = kl_bridge_process(b, &snapshot_id, &has_snapshot);
+			if (published && b->reopening)
+				kl_bridge_reopened(b, snapshot_id);
+		}
 
 		values[4] = CStringGetTextDatum(b->run_id);
 		values[5] = CStringGetTextDatum(published ? "processed" : "failed_quality");
@@ -371,7 +390,7 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen)
 Datum
 kafka_lake_bridge(PG_FUNCTION_ARGS)
 {
-	return kl_bridge_call(fcinfo, false, false);
+	return kl_bridge_call(fcinfo, false, false, false);
 }
 
 /*
@@ -383,5 +402,18 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 Datum
 kafka_lake_bridge_1_1(PG_FUNCTION_ARGS)
 {
-	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2));
+	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2), false);
+}
+
+/*
+ * kafka_lake_bridge_1_3
+ *		bridge(source, business_date, reopen, recheck): with recheck, a date
+ *		whose accepted set did not change runs the current golds and checks
+ *		again, and is published when that changes its result.
+ */
+Datum
+kafka_lake_bridge_1_3(PG_FUNCTION_ARGS)
+{
+	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2),
+						  PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3));
 }

@@ -131,6 +131,7 @@ typedef struct KlGoldDef
 	int			nmetrics;
 	KlMetric   *metrics;
 	char	   *compute;		/* SQL gold: its function, else NULL */
+	int			version;		/* of its definition (gold_definitions) */
 	/* one run */
 	KlKeySet	keys;
 	int			ngroups;
@@ -148,6 +149,7 @@ typedef struct KlOwnerCheck
 	char	   *name;
 	char	   *function;
 	char	   *owner;			/* the role that added it */
+	int			version;		/* of its definition (check_definitions) */
 } KlOwnerCheck;
 
 /* A batch that gave events to this date (for provenance.json) */
@@ -288,6 +290,7 @@ extern void kl_silver_follow(const KlSource *src, const KlLayout *lay);
 extern bool kl_silver_holds(const KlLayout *lay);
 extern char *kl_silver_expected(const KlLayout *lay);
 extern void kl_bridge_drop_definitions(int32 source_id, const char *source);
+extern bool kl_catalog_has_definitions(void);
 
 /* in bridge_silver.c */
 extern const KlSilverColumn kl_silver_columns[KL_SILVER_NATTS];
@@ -300,6 +303,10 @@ extern void kl_bridge_check(KlBridge *b);
 extern void kl_bridge_closing_check(KlBridge *b, bool reopen);
 extern int64 kl_bridge_republish(KlBridge *b, const char *run_id);
 extern void kl_bridge_reopened(KlBridge *b, int64 snapshot_id);
+
+/* in bridge_recheck.c */
+extern bool kl_bridge_recheck(KlBridge *b, const char *prior_run, bool reopen, int64 *snapshot_id,
+							  bool *has_snapshot, bool *published);
 
 /* in bridge_gold.c */
 extern bool kl_bridge_find_processed_run(KlBridge *b, KlPriorRun *prior);

@@ -49,6 +49,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -66,6 +67,7 @@
 #include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/catcache.h"
 #include "utils/varlena.h"
@@ -85,6 +87,8 @@ PG_FUNCTION_INFO_V1(kafka_lake_define_gold);
 PG_FUNCTION_INFO_V1(kafka_lake_add_check);
 PG_FUNCTION_INFO_V1(kafka_lake_builtin_golds);
 PG_FUNCTION_INFO_V1(kafka_lake_replace_gold_functions);
+PG_FUNCTION_INFO_V1(kafka_lake_drop_gold);
+PG_FUNCTION_INFO_V1(kafka_lake_drop_check);
 
 #define KL_BUILTIN_GOLD		"gold_daily_line_metrics"
 
@@ -889,6 +893,7 @@ kl_builtin_gold(const KlLayout *lay)
 	g->gold = KL_BUILTIN_GOLD;
 	g->builtin = true;
 	g->owner = "kafka_lake";
+	g->version = 1;
 	kl_gold_grain(g, lay, (char **) kl_builtin_grain, lengthof(kl_builtin_grain));
 	kl_gold_metrics(g, lay, kl_builtin_metrics);
 	return g;
@@ -928,6 +933,20 @@ kl_catalog_has_golds(void)
 	Oid			nsp = get_namespace_oid("kafka_lake", true);
 
 	return OidIsValid(nsp) && OidIsValid(get_relname_relid("golds", nsp));
+}
+
+/*
+ * kl_catalog_has_definitions
+ *		Does the catalog keep the versions of golds and checks (version
+ *		1.3: kafka_lake.gold_definitions, check_definitions,
+ *		snapshot_definitions)?
+ */
+bool
+kl_catalog_has_definitions(void)
+{
+	Oid			nsp = get_namespace_oid("kafka_lake", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("gold_definitions", nsp));
 }
 
 /*
@@ -1062,18 +1081,19 @@ kl_bridge_define(KlBridge *b, List *batches)
 		KlCatalogSave cs;
 		Oid			types[1] = {INT4OID};
 		Datum		values[1] = {Int32GetDatum(b->src->source_id)};
+		const char *version = kl_catalog_has_definitions() ? "version" : "1";
 
 		cs = kl_catalog_begin();
-		if (SPI_execute_with_args("SELECT gold, grain, metrics::text, compute, owner::text"
-								  " FROM kafka_lake.golds WHERE source_id = $1 AND NOT builtin"
-								  " ORDER BY gold",
+		if (SPI_execute_with_args(psprintf("SELECT gold, grain, metrics::text, compute, owner::text, %s"
+										   " FROM kafka_lake.golds WHERE source_id = $1 AND NOT builtin"
+										   " ORDER BY gold", version),
 								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read kafka_lake.golds");
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
 			HeapTuple	t = SPI_tuptable->vals[i];
 			TupleDesc	d = SPI_tuptable->tupdesc;
-			char	  **row = MemoryContextAllocZero(b->cxt, sizeof(char *) * 6);
+			char	  **row = MemoryContextAllocZero(b->cxt, sizeof(char *) * 7);
 			bool		isnull;
 			Datum		grain = SPI_getbinval(t, d, 2, &isnull);
 			int			ngrain;
@@ -1087,10 +1107,11 @@ kl_bridge_define(KlBridge *b, List *batches)
 			row[3] = SPI_getvalue(t, d, 4);
 			row[4] = SPI_getvalue(t, d, 5);
 			row[5] = (char *) (intptr_t) ngrain;
+			row[6] = SPI_getvalue(t, d, 6);
 			rows = lappend(rows, row);
 		}
-		if (SPI_execute_with_args("SELECT check_name, function, owner FROM kafka_lake.quality_checks"
-								  " WHERE source_id = $1 ORDER BY check_name",
+		if (SPI_execute_with_args(psprintf("SELECT check_name, function, owner, %s FROM kafka_lake.quality_checks"
+										   " WHERE source_id = $1 ORDER BY check_name", version),
 								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read kafka_lake.quality_checks");
 		for (uint64 i = 0; i < SPI_processed; i++)
@@ -1102,6 +1123,7 @@ kl_bridge_define(KlBridge *b, List *batches)
 			oc->name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 			oc->function = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
 			oc->owner = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+			oc->version = pg_strtoint32(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4));
 			checks = lappend(checks, oc);
 		}
 		MemoryContextSwitchTo(b->cxt);
@@ -1115,6 +1137,7 @@ kl_bridge_define(KlBridge *b, List *batches)
 
 		g->gold = row[0];
 		g->owner = row[4];
+		g->version = pg_strtoint32(row[6]);
 		kl_gold_grain(g, lay, (char **) row[1], (int) (intptr_t) row[5]);
 		if (row[3] != NULL)
 			g->compute = row[3];
@@ -1635,12 +1658,16 @@ kl_catalog_has_snapshot_gold_functions(void)
  *		snapshot of another source is refused (22023) with the functions
  *		that read that snapshot's golds, rather than answered with no rows;
  *		the update to 1.2 replaces the functions of the golds defined before
- *		(kafka_lake_replace_gold_functions).
+ *		(kafka_lake_replace_gold_functions).  From 1.3 the gold's source is
+ *		read from its history (gold_definitions), so that the function of a
+ *		dropped gold still reads the rows it published; the update to 1.3
+ *		replaces the functions again.
  */
 static char *
 kl_gold_as_of_sql(const char *gold, bool replace)
 {
 	const char *grel = quote_identifier(gold);
+	bool		history = kl_catalog_has_definitions();
 
 	return psprintf("CREATE %sFUNCTION kafka_lake.%s(snapshot_id bigint)"
 					" RETURNS SETOF kafka_lake.%s"
@@ -1659,7 +1686,7 @@ kl_gold_as_of_sql(const char *gold, bool replace)
 					"   RAISE EXCEPTION 'snapshot %% does not exist', $1 USING ERRCODE = 'no_data_found',"
 					"   HINT = 'kafka_lake.snapshots lists every snapshot; bridge() reports the one it publishes.';"
 					"  END IF;"
-					"  SELECT g.source_id INTO gold_source FROM kafka_lake.golds g WHERE g.gold = %s;"
+					"  SELECT g.source_id INTO gold_source FROM kafka_lake.%s g WHERE g.gold = %s%s;"
 					"  IF gold_source IS DISTINCT FROM snapshot_source THEN"
 					"   RAISE EXCEPTION 'snapshot %% is of source \"%%\", and gold %s is not of that source',"
 					"    $1, (SELECT src.source FROM kafka_lake.sources src WHERE src.source_id = snapshot_source)"
@@ -1669,7 +1696,8 @@ kl_gold_as_of_sql(const char *gold, bool replace)
 					"  RETURN QUERY SELECT * FROM kafka_lake.%s g WHERE g.snapshot_id = $1;"
 					" END $kl$",
 					replace ? "OR REPLACE " : "", quote_identifier(psprintf("%s_as_of", gold)),
-					grel, quote_literal_cstr(gold), gold,
+					grel, history ? "gold_definitions" : "golds", quote_literal_cstr(gold),
+					history ? " ORDER BY g.version DESC LIMIT 1" : "", gold,
 					kl_catalog_has_snapshot_gold_functions() ? "kafka_lake.snapshot_gold_functions($1)" :
 					"'kafka_lake.snapshots lists the snapshots of every source.'",
 					grel);
@@ -1677,8 +1705,8 @@ kl_gold_as_of_sql(const char *gold, bool replace)
 
 /*
  * kafka_lake_replace_gold_functions
- *		The update script's helper: the <gold>_as_of function of every gold
- *		defined before 1.2, replaced by today's.
+ *		The update scripts' helper: the <gold>_as_of function of every gold
+ *		defined before 1.2 (and before 1.3), replaced by today's.
  */
 Datum
 kafka_lake_replace_gold_functions(PG_FUNCTION_ARGS)
@@ -1751,6 +1779,22 @@ kl_check_gold_name(const char *gold)
 }
 
 /*
+ * kl_shape_add
+ *		One column (name, type as SQL spells it) of a gold's grain and
+ *		metrics, in table order: what a new definition of a gold must give
+ *		its existing table (kl_check_gold_shape).
+ */
+static void
+kl_shape_add(List **shape, const char *name, const char *type)
+{
+	char	  **col = palloc(sizeof(char *) * 2);
+
+	col[0] = pstrdup(name);
+	col[1] = pstrdup(type);
+	*shape = lappend(*shape, col);
+}
+
+/*
  * kl_sql_gold_columns
  *		A SQL gold's columns, read by running its query over no rows as the
  *		caller: its grain first (under silver's names and types), then its
@@ -1760,7 +1804,7 @@ kl_check_gold_name(const char *gold)
  */
 static char *
 kl_sql_gold_columns(const KlLayout *lay, KlGoldDef *g, const char *sql, const char *owner,
-					StringInfo cols, StringInfo returns)
+					StringInfo cols, StringInfo returns, List **shape)
 {
 	const char *gold = g->gold;
 	char	   *compute;
@@ -1835,6 +1879,7 @@ kl_sql_gold_columns(const KlLayout *lay, KlGoldDef *g, const char *sql, const ch
 		}
 		appendStringInfo(cols, ", %s %s", quote_identifier(name), type);
 		appendStringInfo(returns, "%s%s %s", returns->len ? ", " : "", quote_identifier(name), type);
+		kl_shape_add(shape, name, type);
 	}
 	compute = psprintf("%s_compute", gold);
 	kl_create_definer_function(lay, compute, psprintf("TABLE (%s)", returns->data), "*", sql,
@@ -1844,14 +1889,12 @@ kl_sql_gold_columns(const KlLayout *lay, KlGoldDef *g, const char *sql, const ch
 }
 
 /*
- * kl_create_gold_objects
- *		The gold's table (cols), its view of the current rows and its as-of
- *		function, owned by the extension's owner; the defining role may read
- *		them (inside a catalog section).
+ * kl_create_gold_table
+ *		The gold's table (cols), owned by the extension's owner (inside a
+ *		catalog section).
  */
 static void
-kl_create_gold_objects(const KlSource *src, const char *gold, const char *cols, bool all_required,
-					   const char *owner)
+kl_create_gold_table(const KlSource *src, const char *gold, const char *cols, bool all_required)
 {
 	const char *grel = quote_identifier(gold);
 
@@ -1860,15 +1903,30 @@ kl_create_gold_objects(const KlSource *src, const char *gold, const char *cols, 
 		 SPI_execute(psprintf("CREATE INDEX ON kafka_lake.%s (snapshot_id)", grel), false, 0) != SPI_OK_UTILITY) ||
 		SPI_execute(psprintf("COMMENT ON TABLE kafka_lake.%s IS %s", grel,
 							 quote_literal_cstr(psprintf("Gold %s of kafka_lake source %s: the rows of every snapshot; kafka_lake.%s_current shows the current ones",
-														 gold, src->source, gold))), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("CREATE VIEW kafka_lake.%s AS"
+														 gold, src->source, gold))), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create gold kafka_lake.%s", grel);
+}
+
+/*
+ * kl_create_gold_readers
+ *		The gold's view of the current rows and its as-of function (replace:
+ *		the function exists, a dropped gold's), owned by the extension's
+ *		owner; the defining role may read them and the table (inside a
+ *		catalog section).
+ */
+static void
+kl_create_gold_readers(const char *gold, const char *owner, bool replace)
+{
+	const char *grel = quote_identifier(gold);
+
+	if (SPI_execute(psprintf("CREATE VIEW kafka_lake.%s AS"
 							 " SELECT src.source, g.*, s.run_id, s.created_at AS published_at"
 							 " FROM kafka_lake.snapshots s"
 							 " JOIN kafka_lake.%s g ON g.snapshot_id = s.snapshot_id"
 							 " JOIN kafka_lake.sources src ON src.source_id = s.source_id"
 							 " WHERE s.is_current",
 							 quote_identifier(psprintf("%s_current", gold)), grel), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(kl_gold_as_of_sql(gold, false), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(kl_gold_as_of_sql(gold, replace), false, 0) != SPI_OK_UTILITY ||
 		SPI_execute(psprintf("REVOKE ALL ON FUNCTION kafka_lake.%s(bigint) FROM PUBLIC",
 							 quote_identifier(psprintf("%s_as_of", gold))), false, 0) != SPI_OK_UTILITY ||
 		SPI_execute(psprintf("GRANT SELECT ON kafka_lake.%s, kafka_lake.%s TO %s", grel,
@@ -1878,13 +1936,229 @@ kl_create_gold_objects(const KlSource *src, const char *gold, const char *cols, 
 							 quote_identifier(psprintf("%s_as_of", gold)), quote_identifier(owner)),
 					false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not create gold kafka_lake.%s", grel);
+}
 
+/* What the catalog knows of a name before define_gold or add_check */
+typedef struct KlPriorDef
+{
+	bool		current;		/* defined now (golds, quality_checks) */
+	bool		retired;		/* only in the history: dropped */
+	bool		builtin;
+	int32		source_id;		/* of the newest definition */
+	int32		version;		/* the newest version */
+	char	   *function;		/* its compute or check function (current) */
+	char	   *owner;			/* the role that defined it (current) */
+} KlPriorDef;
+
+/*
+ * kl_prior_row
+ *		Fill prior from the first row of the last SPI result, if any.
+ */
+static bool
+kl_prior_row(KlPriorDef *prior, MemoryContext caller)
+{
+	HeapTuple	t;
+	TupleDesc	d = SPI_tuptable->tupdesc;
+	bool		isnull;
+	char	   *fn;
+
+	if (SPI_processed == 0)
+		return false;
+	t = SPI_tuptable->vals[0];
+	fn = SPI_getvalue(t, d, 4);
+	prior->builtin = DatumGetBool(SPI_getbinval(t, d, 1, &isnull));
+	prior->source_id = DatumGetInt32(SPI_getbinval(t, d, 2, &isnull));
+	prior->version = DatumGetInt32(SPI_getbinval(t, d, 3, &isnull));
+	prior->function = fn ? MemoryContextStrdup(caller, fn) : NULL;
+	prior->owner = MemoryContextStrdup(caller, SPI_getvalue(t, d, 5));
+	return true;
+}
+
+/*
+ * kl_prior_gold
+ *		The current definition of gold (golds), or else the newest of its
+ *		history (gold_definitions: a dropped gold).
+ */
+static void
+kl_prior_gold(const char *gold, KlPriorDef *prior)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(gold)};
+	KlCatalogSave cs;
+	bool		history = kl_catalog_has_definitions();
+
+	memset(prior, 0, sizeof(*prior));
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(psprintf("SELECT g.builtin, coalesce(g.source_id, 0), %s, g.compute, g.owner::text"
+									   " FROM kafka_lake.golds g WHERE g.gold = $1",
+									   history ? "g.version" : "1"),
+							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.golds");
+	prior->current = kl_prior_row(prior, caller);
+	if (!prior->current && history)
+	{
+		if (SPI_execute_with_args("SELECT d.builtin, coalesce(d.source_id, 0), d.version, NULL::text, d.owner::text"
+								  " FROM kafka_lake.gold_definitions d WHERE d.gold = $1"
+								  " ORDER BY d.version DESC LIMIT 1",
+								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read kafka_lake.gold_definitions");
+		prior->retired = kl_prior_row(prior, caller);
+	}
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_prior_check
+ *		The current definition of a check of the source (quality_checks), or
+ *		else the newest of its history (check_definitions: dropped).
+ */
+static void
+kl_prior_check(int32 source_id, const char *check, KlPriorDef *prior)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(source_id), CStringGetTextDatum(check)};
+	KlCatalogSave cs;
+	bool		history = kl_catalog_has_definitions();
+
+	memset(prior, 0, sizeof(*prior));
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(psprintf("SELECT false, c.source_id, %s, c.function, c.owner::text"
+									   " FROM kafka_lake.quality_checks c"
+									   " WHERE c.source_id = $1 AND c.check_name = $2",
+									   history ? "c.version" : "1"),
+							  2, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.quality_checks");
+	prior->current = kl_prior_row(prior, caller);
+	if (!prior->current && history)
+	{
+		if (SPI_execute_with_args("SELECT false, d.source_id, d.version, NULL::text, d.owner::text"
+								  " FROM kafka_lake.check_definitions d"
+								  " WHERE d.source_id = $1 AND d.check_name = $2"
+								  " ORDER BY d.version DESC LIMIT 1",
+								  2, types, values, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read kafka_lake.check_definitions");
+		prior->retired = kl_prior_row(prior, caller);
+	}
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_shape_words
+ *		A gold's columns as "name type, ...".
+ */
+static char *
+kl_shape_words(List *shape)
+{
+	StringInfoData buf;
+	ListCell   *cell;
+
+	initStringInfo(&buf);
+	foreach(cell, shape)
+	{
+		char	  **col = lfirst(cell);
+
+		appendStringInfo(&buf, "%s%s %s", buf.len ? ", " : "", quote_identifier(col[0]), col[1]);
+	}
+	return buf.len ? buf.data : "no column";
+}
+
+/*
+ * kl_check_gold_shape
+ *		A gold defined again keeps its table, which holds the rows of every
+ *		snapshot it published: the new definition must give the same grain
+ *		and metric columns (names and types, in order), as CREATE OR REPLACE
+ *		FUNCTION keeps its result type.  ERROR 42P17 otherwise.  dropped:
+ *		the gold was dropped (the table is what its earlier versions left).
+ */
+static void
+kl_check_gold_shape(const char *gold, List *shape, bool dropped)
+{
+	Relation	rel = table_open(kl_catalog_relid(gold), AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *have = NIL;
+	List	   *attnums = NIL;
+	bool		same;
+
+	/* snapshot_id, business_date, the grain and metrics, closing_status */
+	for (int i = 2; i < desc->natts - 1; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (a->attisdropped)
+			continue;
+		kl_shape_add(&have, NameStr(a->attname), kl_type_name(a->atttypid, a->atttypmod));
+		attnums = lappend_int(attnums, i);
+	}
+	same = list_length(have) == list_length(shape);
+	for (int i = 0; same && i < list_length(shape); i++)
+	{
+		char	  **want = list_nth(shape, i);
+		char	  **col = list_nth(have, i);
+		Form_pg_attribute a = TupleDescAttr(desc, list_nth_int(attnums, i));
+		Oid			typid;
+		int32		typmod;
+
+		kl_resolve_type(want[1], &typid, &typmod);
+		same = strcmp(want[0], col[0]) == 0 && typid == a->atttypid && typmod == a->atttypmod;
+	}
+	table_close(rel, AccessShareLock);
+	if (same)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("gold \"%s\" cannot be defined with other columns than its table kafka_lake.%s has",
+					gold, gold),
+			 errdetail("The table holds the rows of every snapshot the gold published: after business_date, %s; the new definition gives %s.",
+					   kl_shape_words(have), kl_shape_words(shape)),
+			 dropped ?
+			 errhint("Give the gold its former grain and metric columns, or define the new ones under another name: kafka_lake.%s_as_of() goes on reading the rows the dropped gold published.",
+					 gold) :
+			 errhint("A new version may compute its columns differently but keeps their names and types. To change them, define the new columns as a gold of another name and drop this one with kafka_lake.drop_gold(): kafka_lake.%s_as_of() goes on reading the rows it published.",
+					 gold)));
+}
+
+/*
+ * kl_record_gold_definition
+ *		The history of a gold: the version that ends (redefined) says so,
+ *		and the new one is recorded (inside a catalog section).
+ */
+static void
+kl_record_gold_definition(const char *gold, int32 source_id, int32 version, Datum grain,
+						  const char *metrics, const char *sql, const char *owner)
+{
+	Oid			types[7] = {TEXTOID, INT4OID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[7];
+	char		nulls[7] = "       ";
+
+	if (!kl_catalog_has_definitions())
+		return;
+	values[0] = CStringGetTextDatum(gold);
+	values[1] = Int32GetDatum(version);
+	values[2] = Int32GetDatum(source_id);
+	values[3] = grain;
+	values[4] = metrics ? CStringGetTextDatum(metrics) : (Datum) 0;
+	nulls[4] = metrics ? ' ' : 'n';
+	values[5] = sql ? CStringGetTextDatum(sql) : (Datum) 0;
+	nulls[5] = sql ? ' ' : 'n';
+	values[6] = CStringGetTextDatum(owner);
+	if (SPI_execute_with_args("UPDATE kafka_lake.gold_definitions SET ended_at = pg_catalog.now(), ended_by = 'redefined'"
+							  " WHERE gold = $1 AND ended_at IS NULL",
+							  1, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("INSERT INTO kafka_lake.gold_definitions (gold, version, source_id, grain, metrics, sql, owner)"
+							  " VALUES ($1, $2, $3, $4, $5::pg_catalog.json, $6, $7)",
+							  7, types, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the definition of gold %s", gold);
 }
 
 /*
  * kafka_lake_define_gold
  *		define_gold(source, gold, grain, metrics, sql): a gold of the
- *		source, published by every bridge of it from now on.
+ *		source, published by every bridge of it from now on.  A gold of that
+ *		name of the source is defined again: a new version, from the next
+ *		snapshot on, with the columns of its table (kl_check_gold_shape);
+ *		so is a gold dropped before, whose table kept its rows.
  */
 Datum
 kafka_lake_define_gold(PG_FUNCTION_ARGS)
@@ -1902,12 +2176,18 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 	StringInfoData cols;
 	StringInfoData returns;
 	StringInfoData pk;
+	List	   *shape = NIL;
 	bool		all_required = true;
+	bool		known;
+	bool		has_table;
+	bool		history = kl_catalog_has_definitions();
 	char	   *owner = GetUserNameFromId(GetUserId(), false);
+	KlPriorDef	prior;
+	int32		version;
 	KlCatalogSave cs;
-	Oid			types[6] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[6];
-	char		nulls[6] = "      ";
+	Oid			types[7] = {TEXTOID, INT4OID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[7];
+	char		nulls[7] = "       ";
 
 	kl_check_not_null(fcinfo, 0, "source", "Name the source, for example 'orders'.");
 	gold = kl_name_arg(fcinfo, 1, "gold", 48, "'daily_revenue'");
@@ -1925,15 +2205,40 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 	lay = kl_layout_for(src, &c, 1);
 	kl_caller_may_define(src, psprintf("gold \"%s\"", gold));
 	kl_check_gold_name(gold);
-	if (strcmp(gold, KL_BUILTIN_GOLD) == 0 || kl_name_taken(gold) ||
-		kl_name_taken(psprintf("%s_current", gold)) || kl_name_taken(psprintf("%s_as_of", gold)) ||
-		kl_name_taken(psprintf("%s_compute", gold)))
+	kl_prior_gold(gold, &prior);
+
+	/*
+	 * A gold of this source (defined, or dropped) is defined again; any
+	 * other object of the name, or a gold of another source, keeps it.  A
+	 * catalog before 1.3 keeps no versions: a gold is defined once there.
+	 */
+	known = (prior.current || prior.retired) && !prior.builtin &&
+		prior.source_id == src->source_id && history;
+	if (strcmp(gold, KL_BUILTIN_GOLD) == 0 || prior.builtin ||
+		((prior.current || prior.retired) && !known) ||
+		(!known && (kl_name_taken(gold) || kl_name_taken(psprintf("%s_as_of", gold)))) ||
+		(!prior.current &&
+		 (kl_name_taken(psprintf("%s_current", gold)) || kl_name_taken(psprintf("%s_compute", gold)))))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("gold \"%s\" cannot be defined: kafka_lake already has an object of that name (or of its _current, _as_of or _compute)",
 						gold),
+				 (prior.current || prior.retired) && !prior.builtin && prior.source_id != src->source_id ?
+				 errdetail("It is a gold of another source%s.", prior.retired ? ", dropped: its table keeps the rows it published" : "") : 0,
 				 errhint("kafka_lake.golds lists the golds; choose another name.")));
+	has_table = known && kl_name_taken(gold);
+	version = known ? prior.version + 1 : 1;
 	kl_silver_ensure(src, c);
+
+	/* a new version's SQL becomes the compute function: the old one goes */
+	if (prior.current && prior.function != NULL)
+	{
+		cs = kl_catalog_begin();
+		if (SPI_execute(psprintf("DROP FUNCTION kafka_lake.%s(text)", quote_identifier(prior.function)),
+						false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not drop function kafka_lake.%s", prior.function);
+		kl_catalog_end(cs);
+	}
 
 	g->gold = gold;
 	kl_gold_grain(g, lay, grain, ngrain);
@@ -1953,24 +2258,44 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 						 f->required ? " NOT NULL" : "");
 		appendStringInfo(&returns, "%s%s %s", i ? ", " : "", quote_identifier(f->column), f->sql_type);
 		appendStringInfo(&pk, ", %s", quote_identifier(f->column));
+		kl_shape_add(&shape, f->column, f->sql_type);
 	}
 
 	if (sql != NULL)
-		compute = kl_sql_gold_columns(lay, g, sql, owner, &cols, &returns);
+		compute = kl_sql_gold_columns(lay, g, sql, owner, &cols, &returns, &shape);
 	else
 	{
 		kl_gold_metrics(g, lay, metrics);
 		for (int i = 0; i < g->nmetrics; i++)
+		{
 			appendStringInfo(&cols, ", %s %s", quote_identifier(g->metrics[i].name),
 							 g->metrics[i].sql_type);
+			kl_shape_add(&shape, g->metrics[i].name, g->metrics[i].sql_type);
+		}
 	}
 	appendStringInfoString(&cols, ", closing_status text NOT NULL CHECK (closing_status IN ('provisional', 'closed', 'reopened'))");
 	if (all_required)
 		appendStringInfo(&cols, ", PRIMARY KEY (%s)", pk.data);
+	if (has_table)
+		kl_check_gold_shape(gold, shape, prior.retired);
 
 	/* the table, its view of the current rows, its as-of function, as the owner */
 	cs = kl_catalog_begin();
-	kl_create_gold_objects(src, gold, cols.data, all_required, owner);
+	if (!has_table)
+		kl_create_gold_table(src, gold, cols.data, all_required);
+	if (prior.current)
+	{
+		/* the view and the as-of function stay; the new owner may read them */
+		if (SPI_execute(psprintf("GRANT SELECT ON kafka_lake.%s, kafka_lake.%s TO %s", quote_identifier(gold),
+								 quote_identifier(psprintf("%s_current", gold)), quote_identifier(owner)),
+						false, 0) != SPI_OK_UTILITY ||
+			SPI_execute(psprintf("GRANT EXECUTE ON FUNCTION kafka_lake.%s(bigint) TO %s",
+								 quote_identifier(psprintf("%s_as_of", gold)), quote_identifier(owner)),
+						false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not grant gold kafka_lake.%s", gold);
+	}
+	else
+		kl_create_gold_readers(gold, owner, kl_name_taken(psprintf("%s_as_of", gold)));
 
 	values[0] = CStringGetTextDatum(gold);
 	values[1] = Int32GetDatum(src->source_id);
@@ -1987,19 +2312,74 @@ kafka_lake_define_gold(PG_FUNCTION_ARGS)
 		values[5] = CStringGetTextDatum(compute);
 	else
 		nulls[5] = 'n';
-	if (SPI_execute_with_args(psprintf("INSERT INTO kafka_lake.golds (gold, source_id, grain, metrics, sql, compute, owner)"
-									   " VALUES ($1, $2, $3, $4::pg_catalog.json, $5, $6, %s)",
-									   quote_literal_cstr(owner)),
-							  6, types, values, nulls, false, 0) != SPI_OK_INSERT)
+	values[6] = Int32GetDatum(version);
+	if (prior.current)
+	{
+		if (SPI_execute_with_args(psprintf("UPDATE kafka_lake.golds SET grain = $3, metrics = $4::pg_catalog.json,"
+										   " sql = $5, compute = $6, owner = %s, version = $7, created_at = pg_catalog.now()"
+										   " WHERE gold = $1 AND source_id = $2",
+										   quote_literal_cstr(owner)),
+								  7, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record gold %s", gold);
+	}
+	else if (SPI_execute_with_args(psprintf("INSERT INTO kafka_lake.golds (gold, source_id, grain, metrics, sql, compute, owner%s)"
+											" VALUES ($1, $2, $3, $4::pg_catalog.json, $5, $6, %s%s)",
+											history ? ", version" : "", quote_literal_cstr(owner),
+											history ? ", $7" : ""),
+								   history ? 7 : 6, types, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record gold %s", gold);
+	kl_record_gold_definition(gold, src->source_id, version, PG_GETARG_DATUM(2), metrics, sql, owner);
 	kl_catalog_end(cs);
 	PG_RETURN_VOID();
 }
 
 /*
+ * kl_record_check_definition
+ *		The history of a check: the version that ends (redefined) says so,
+ *		and the new one is recorded (inside a catalog section).
+ */
+static void
+kl_record_check_definition(int32 source_id, const char *check, int32 version, const char *sql,
+						   const char *owner)
+{
+	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
+	Datum		values[5];
+
+	if (!kl_catalog_has_definitions())
+		return;
+	values[0] = Int32GetDatum(source_id);
+	values[1] = CStringGetTextDatum(check);
+	values[2] = Int32GetDatum(version);
+	values[3] = CStringGetTextDatum(sql);
+	values[4] = CStringGetTextDatum(owner);
+	if (SPI_execute_with_args("UPDATE kafka_lake.check_definitions SET ended_at = pg_catalog.now(), ended_by = 'redefined'"
+							  " WHERE source_id = $1 AND check_name = $2 AND ended_at IS NULL",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("INSERT INTO kafka_lake.check_definitions (source_id, check_name, version, sql, owner)"
+							  " VALUES ($1, $2, $3, $4, $5)",
+							  5, types, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the definition of check %s", check);
+}
+
+/*
+ * kl_builtin_check_name
+ *		Is check one of the bridge's own checks, or named like them?
+ */
+static bool
+kl_builtin_check_name(const char *check)
+{
+	for (int i = 0; kl_reserved_checks[i]; i++)
+		if (strcmp(kl_reserved_checks[i], check) == 0)
+			return true;
+	return strncmp(check, "accepted_values_", 16) == 0 || strncmp(check, "conservation_", 13) == 0;
+}
+
+/*
  * kafka_lake_add_check
  *		add_check(source, check_name, sql): a check of every bridge of the
- *		source from now on; the rows sql returns are its violations.
+ *		source from now on; the rows sql returns are its violations.  A
+ *		check of that name of the source is defined again: a new version,
+ *		from the next run on.
  */
 Datum
 kafka_lake_add_check(PG_FUNCTION_ARGS)
@@ -2011,9 +2391,12 @@ kafka_lake_add_check(PG_FUNCTION_ARGS)
 	char	   *sql;
 	char	   *fn;
 	char	   *owner = GetUserNameFromId(GetUserId(), false);
+	KlPriorDef	prior;
+	int32		version;
 	KlCatalogSave cs;
-	Oid			types[5] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[5];
+	Oid			types[6] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[6];
+	bool		history = kl_catalog_has_definitions();
 
 	kl_check_not_null(fcinfo, 0, "source", "Name the source, for example 'orders'.");
 	check = kl_name_arg(fcinfo, 1, "check_name", 48, "'no_free_orders'");
@@ -2049,14 +2432,26 @@ kafka_lake_add_check(PG_FUNCTION_ARGS)
 				 errmsg("check name \"%s\" is too long for source \"%s\"", check, src->source),
 				 errhint("The function kafka_lake.<source>_check_<check> must fit %d bytes.",
 						 NAMEDATALEN - 1)));
-	if (kl_name_taken(fn))
+	kl_prior_check(src->source_id, check, &prior);
+	if ((!prior.current && kl_name_taken(fn)) || (prior.current && !history))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("source \"%s\" already has a check \"%s\"", src->source, check),
 				 errhint("kafka_lake.quality_checks lists the checks; choose another name.")));
+	version = (prior.current || prior.retired) ? prior.version + 1 : 1;
 	kl_silver_ensure(src, c);
 	kl_grant_silver(lay, psprintf("check \"%s\"", check));
 	(void) kl_probe_sql(lay, sql, true, psprintf("check \"%s\"", check));
+
+	/* a new version's SQL becomes the check's function: the old one goes */
+	if (prior.current)
+	{
+		cs = kl_catalog_begin();
+		if (SPI_execute(psprintf("DROP FUNCTION kafka_lake.%s(text)", quote_identifier(prior.function)),
+						false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not drop function kafka_lake.%s", prior.function);
+		kl_catalog_end(cs);
+	}
 	kl_create_definer_function(lay, fn, "SETOF text", "q::text", sql,
 							   psprintf("Check %s of kafka_lake source %s: the rows are its violations; run by bridge() with the rights of role %s",
 										check, src->source, owner));
@@ -2066,19 +2461,176 @@ kafka_lake_add_check(PG_FUNCTION_ARGS)
 	values[2] = CStringGetTextDatum(sql);
 	values[3] = CStringGetTextDatum(fn);
 	values[4] = CStringGetTextDatum(owner);
+	values[5] = Int32GetDatum(version);
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("INSERT INTO kafka_lake.quality_checks (source_id, check_name, sql, function, owner)"
-							  " VALUES ($1, $2, $3, $4, $5)",
-							  5, types, values, NULL, false, 0) != SPI_OK_INSERT)
+	if (prior.current)
+	{
+		if (SPI_execute_with_args("UPDATE kafka_lake.quality_checks SET sql = $3, function = $4, owner = $5,"
+								  " version = $6, created_at = pg_catalog.now()"
+								  " WHERE source_id = $1 AND check_name = $2",
+								  6, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record check %s", check);
+	}
+	else if (SPI_execute_with_args(history ?
+								   "INSERT INTO kafka_lake.quality_checks (source_id, check_name, sql, function, owner, version)"
+								   " VALUES ($1, $2, $3, $4, $5, $6)" :
+								   "INSERT INTO kafka_lake.quality_checks (source_id, check_name, sql, function, owner)"
+								   " VALUES ($1, $2, $3, $4, $5)",
+								   history ? 6 : 5, types, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record check %s", check);
+	kl_record_check_definition(src->source_id, check, version, sql, owner);
+	kl_catalog_end(cs);
+	PG_RETURN_VOID();
+}
+
+/*
+ * kl_caller_may_drop
+ *		May the calling role drop a gold or check (what) that owner defined?
+ *		The role that defined it (or a member of it), a role that may define
+ *		golds and checks of the source now (as kl_caller_may_define: SELECT
+ *		and TRIGGER on kafka_lake.<source>_records) and a superuser may;
+ *		ERROR 42501 otherwise.
+ */
+static void
+kl_caller_may_drop(const KlSource *src, const char *what, const char *owner)
+{
+	Oid			role = get_role_oid(owner, true);
+	char	   *relname = psprintf("%s_records", src->source);
+	Oid			records = get_relname_relid(relname, get_namespace_oid("kafka_lake", false));
+
+	if (superuser() || (OidIsValid(role) && has_privs_of_role(GetUserId(), role)))
+		return;
+	if (OidIsValid(records) &&
+		pg_class_aclcheck(records, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
+		pg_class_aclcheck(records, GetUserId(), ACL_TRIGGER) == ACLCHECK_OK)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("role \"%s\" may not drop %s of source \"%s\"",
+					GetUserNameFromId(GetUserId(), false), what, src->source),
+			 errdetail("Role \"%s\" defined it. The role that defined it, a role that may define golds and checks of the source (SELECT and TRIGGER on kafka_lake.%s) and a superuser may drop it.",
+					   owner, quote_identifier(relname)),
+			 errhint("Have role \"%s\" drop it, or have the source's owner grant SELECT, TRIGGER ON kafka_lake.%s.",
+					 owner, quote_identifier(relname))));
+}
+
+/*
+ * kafka_lake_drop_gold
+ *		drop_gold(source, gold): the gold's definition goes (its history
+ *		says 'dropped'), with its view <gold>_current and, for a SQL gold,
+ *		its compute function; later bridges of the source publish it no
+ *		more.  Its table keeps the rows of every snapshot it published, and
+ *		<gold>_as_of() goes on reading them: gold rows never change once
+ *		written.  A later define_gold() of the name, for the same source,
+ *		takes the table back if its columns are the same.
+ */
+Datum
+kafka_lake_drop_gold(PG_FUNCTION_ARGS)
+{
+	KlSource   *src;
+	char	   *gold;
+	KlPriorDef	prior;
+	KlCatalogSave cs;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	kl_check_not_null(fcinfo, 0, "source", "Name the source, for example 'orders'.");
+	kl_check_not_null(fcinfo, 1, "gold", "Name the gold, for example 'daily_revenue'; kafka_lake.golds lists them.");
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	gold = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	kl_catalog_lock_source(src);
+	if (strcmp(gold, KL_BUILTIN_GOLD) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("gold \"%s\" is built in and cannot be dropped", gold),
+				 errdetail("It is the seed's gold of every machine_event_v1 source, computed from the library's own definition."),
+				 errhint("Only the golds define_gold() defined can be dropped; kafka_lake.golds lists them (builtin is false).")));
+	kl_prior_gold(gold, &prior);
+	if (!prior.current || prior.source_id != src->source_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source \"%s\" has no gold \"%s\"", src->source, gold),
+				 prior.retired && prior.source_id == src->source_id ?
+				 errdetail("It was dropped; its table kafka_lake.%s keeps the rows it published.", gold) : 0,
+				 errhint("kafka_lake.golds lists the golds of every source.")));
+	kl_caller_may_drop(src, psprintf("gold \"%s\"", gold), prior.owner);
+
+	values[0] = CStringGetTextDatum(gold);
+	cs = kl_catalog_begin();
+	if (SPI_execute(psprintf("DROP VIEW IF EXISTS kafka_lake.%s", quote_identifier(psprintf("%s_current", gold))),
+					false, 0) != SPI_OK_UTILITY ||
+		(prior.function != NULL &&
+		 SPI_execute(psprintf("DROP FUNCTION IF EXISTS kafka_lake.%s(text)", quote_identifier(prior.function)),
+					 false, 0) != SPI_OK_UTILITY))
+		elog(ERROR, "could not drop the objects of gold %s", gold);
+	if (SPI_execute_with_args("DELETE FROM kafka_lake.golds WHERE gold = $1",
+							  1, types, values, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("UPDATE kafka_lake.gold_definitions SET ended_at = pg_catalog.now(), ended_by = 'dropped'"
+							  " WHERE gold = $1 AND ended_at IS NULL",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not forget gold %s", gold);
+	kl_catalog_end(cs);
+	PG_RETURN_VOID();
+}
+
+/*
+ * kafka_lake_drop_check
+ *		drop_check(source, check_name): the check's definition goes (its
+ *		history says 'dropped') with its function; later bridges of the
+ *		source run it no more.  The results it gave stay in
+ *		kafka_lake.quality_results.
+ */
+Datum
+kafka_lake_drop_check(PG_FUNCTION_ARGS)
+{
+	KlSource   *src;
+	char	   *check;
+	KlPriorDef	prior;
+	KlCatalogSave cs;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+
+	kl_check_not_null(fcinfo, 0, "source", "Name the source, for example 'orders'.");
+	kl_check_not_null(fcinfo, 1, "check_name", "Name the check, for example 'no_free_orders'; kafka_lake.quality_checks lists them.");
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	check = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	kl_catalog_lock_source(src);
+	if (kl_builtin_check_name(check))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("check \"%s\" is one of the bridge's own checks and cannot be dropped", check),
+				 errdetail("The bridge's own checks come from the source's contract and its golds."),
+				 errhint("Only the checks add_check() added can be dropped; kafka_lake.quality_checks lists them.")));
+	kl_prior_check(src->source_id, check, &prior);
+	if (!prior.current)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source \"%s\" has no check \"%s\"", src->source, check),
+				 prior.retired ? errdetail("It was dropped before.") : 0,
+				 errhint("kafka_lake.quality_checks lists the checks of every source.")));
+	kl_caller_may_drop(src, psprintf("check \"%s\"", check), prior.owner);
+
+	values[0] = Int32GetDatum(src->source_id);
+	values[1] = CStringGetTextDatum(check);
+	cs = kl_catalog_begin();
+	if (SPI_execute(psprintf("DROP FUNCTION IF EXISTS kafka_lake.%s(text)", quote_identifier(prior.function)),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not drop the function of check %s", check);
+	if (SPI_execute_with_args("DELETE FROM kafka_lake.quality_checks WHERE source_id = $1 AND check_name = $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("UPDATE kafka_lake.check_definitions SET ended_at = pg_catalog.now(), ended_by = 'dropped'"
+							  " WHERE source_id = $1 AND check_name = $2 AND ended_at IS NULL",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not forget check %s", check);
 	kl_catalog_end(cs);
 	PG_RETURN_VOID();
 }
 
 /*
  * kl_bridge_drop_definitions
- *		drop_source(): the source's golds (tables, views, functions), its
- *		checks' functions and its silver table go with it.
+ *		drop_source(): the source's golds (tables, views, functions; those
+ *		of the golds dropped before too), its checks' functions and its
+ *		silver table go with it.
  */
 void
 kl_bridge_drop_definitions(int32 source_id, const char *source)
@@ -2093,15 +2645,23 @@ kl_bridge_drop_definitions(int32 source_id, const char *source)
 	if (!kl_catalog_has_golds())
 		return;
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT pg_catalog.format('DROP VIEW IF EXISTS kafka_lake.%I', gold || '_current'),"
-							  " pg_catalog.format('DROP FUNCTION IF EXISTS kafka_lake.%I(bigint)', gold || '_as_of'),"
-							  " pg_catalog.format('DROP TABLE IF EXISTS kafka_lake.%I', gold),"
-							  " CASE WHEN compute IS NOT NULL THEN"
-							  "   pg_catalog.format('DROP FUNCTION IF EXISTS kafka_lake.%I(text)', compute) END"
-							  " FROM kafka_lake.golds WHERE source_id = $1"
-							  " UNION ALL"
-							  " SELECT pg_catalog.format('DROP FUNCTION IF EXISTS kafka_lake.%I(text)', function),"
-							  "   NULL, NULL, NULL FROM kafka_lake.quality_checks WHERE source_id = $1",
+	if (SPI_execute_with_args(psprintf("SELECT pg_catalog.format('DROP VIEW IF EXISTS kafka_lake.%%I', gold || '_current'),"
+									   " pg_catalog.format('DROP FUNCTION IF EXISTS kafka_lake.%%I(bigint)', gold || '_as_of'),"
+									   " pg_catalog.format('DROP TABLE IF EXISTS kafka_lake.%%I', gold),"
+									   " CASE WHEN compute IS NOT NULL THEN"
+									   "   pg_catalog.format('DROP FUNCTION IF EXISTS kafka_lake.%%I(text)', compute) END"
+									   " FROM kafka_lake.golds WHERE source_id = $1"
+									   " UNION ALL"
+									   " SELECT pg_catalog.format('DROP FUNCTION IF EXISTS kafka_lake.%%I(text)', function),"
+									   "   NULL, NULL, NULL FROM kafka_lake.quality_checks WHERE source_id = $1"
+									   "%s",
+									   kl_catalog_has_definitions() ?
+									   " UNION ALL"
+									   " SELECT NULL, pg_catalog.format('DROP FUNCTION IF EXISTS kafka_lake.%I(bigint)', d.gold || '_as_of'),"
+									   "   pg_catalog.format('DROP TABLE IF EXISTS kafka_lake.%I', d.gold), NULL"
+									   " FROM (SELECT DISTINCT h.gold FROM kafka_lake.gold_definitions h"
+									   "        WHERE h.source_id = $1 AND h.gold NOT IN"
+									   "              (SELECT g.gold FROM kafka_lake.golds g WHERE g.source_id = $1)) d" : ""),
 							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read kafka_lake.golds");
 	for (uint64 i = 0; i < SPI_processed; i++)

@@ -331,6 +331,7 @@ kl_bridge_publish(KlBridge *b)
 	kl_catalog_publish_snapshot(b, snapshot_id);
 	foreach(cell, b->golds)
 		kl_catalog_insert_gold(b, lfirst(cell), snapshot_id);
+	kl_catalog_record_definitions(b, snapshot_id);
 	return snapshot_id;
 }
 /*

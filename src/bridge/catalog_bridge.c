@@ -719,6 +719,161 @@ kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id)
 }
 
 /*
+ * kl_catalog_record_definitions
+ *		Which version of each gold and owner's check made snapshot_id
+ *		(kafka_lake.snapshot_definitions; a catalog before 1.3 has none).
+ */
+void
+kl_catalog_record_definitions(KlBridge *b, int64 snapshot_id)
+{
+	int			n = list_length(b->golds) + list_length(b->owner_checks);
+	char	  **kinds;
+	char	  **names;
+	Datum	   *versions;
+	Oid			types[4] = {INT8OID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID};
+	Datum		values[4];
+	KlCatalogSave cs;
+	ListCell   *cell;
+	int			i = 0;
+
+	if (n == 0 || !kl_catalog_has_definitions())
+		return;
+	kinds = palloc(sizeof(char *) * n);
+	names = palloc(sizeof(char *) * n);
+	versions = palloc(sizeof(Datum) * n);
+	foreach(cell, b->golds)
+	{
+		KlGoldDef  *g = lfirst(cell);
+
+		kinds[i] = "gold";
+		names[i] = g->gold;
+		versions[i++] = Int32GetDatum(Max(g->version, 1));
+	}
+	foreach(cell, b->owner_checks)
+	{
+		KlOwnerCheck *oc = lfirst(cell);
+
+		kinds[i] = "check";
+		names[i] = oc->name;
+		versions[i++] = Int32GetDatum(Max(oc->version, 1));
+	}
+	values[0] = Int64GetDatum(snapshot_id);
+	values[1] = kl_text_array(kinds, n);
+	values[2] = kl_text_array(names, n);
+	values[3] = PointerGetDatum(construct_array(versions, n, INT4OID, 4, true, TYPALIGN_INT));
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("INSERT INTO kafka_lake.snapshot_definitions (snapshot_id, kind, name, version)"
+							  " SELECT $1, d.kind, d.name, d.version FROM unnest($2, $3, $4) AS d(kind, name, version)",
+							  4, types, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the definitions of snapshot " INT64_FORMAT, snapshot_id);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_supersede_run
+ *		A recheck replaces the processed run of its input (status
+ *		'superseded', so that one run of an input is processed), or, back:
+ *		its checks failed, the run is processed again.
+ */
+void
+kl_catalog_supersede_run(const char *run_id, bool back)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(run_id)};
+	KlCatalogSave cs;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(back ?
+							  "UPDATE kafka_lake.runs SET status = 'processed' WHERE run_id = $1 AND status = 'superseded'" :
+							  "UPDATE kafka_lake.runs SET status = 'superseded' WHERE run_id = $1 AND status = 'processed'",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not update run %s", run_id);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_snapshots_differ
+ *		Does snapshot after (just published by a recheck) say something that
+ *		snapshot before does not: another source_hash, other check outcomes
+ *		(name, passed, expected, observed), another set of golds, or other
+ *		rows of a gold (every column but snapshot_id and closing_status,
+ *		compared as text, so that a column of a type without equality
+ *		compares too)?
+ */
+bool
+kl_catalog_snapshots_differ(KlBridge *b, int64 before, int64 after)
+{
+	Oid			types[2] = {INT8OID, INT8OID};
+	Datum		values[2] = {Int64GetDatum(before), Int64GetDatum(after)};
+	KlCatalogSave cs;
+	bool		differ;
+	bool		isnull;
+	ListCell   *cell;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("SELECT (SELECT s.source_hash FROM kafka_lake.snapshots s WHERE s.snapshot_id = $1)"
+							  "   IS DISTINCT FROM (SELECT s.source_hash FROM kafka_lake.snapshots s WHERE s.snapshot_id = $2)"
+							  " OR EXISTS (SELECT q.check_name, q.passed, q.expected, q.observed"
+							  "              FROM kafka_lake.quality_results q JOIN kafka_lake.snapshots s ON s.run_id = q.run_id"
+							  "             WHERE s.snapshot_id = $1"
+							  "            EXCEPT"
+							  "            SELECT q.check_name, q.passed, q.expected, q.observed"
+							  "              FROM kafka_lake.quality_results q JOIN kafka_lake.snapshots s ON s.run_id = q.run_id"
+							  "             WHERE s.snapshot_id = $2)"
+							  " OR EXISTS (SELECT q.check_name, q.passed, q.expected, q.observed"
+							  "              FROM kafka_lake.quality_results q JOIN kafka_lake.snapshots s ON s.run_id = q.run_id"
+							  "             WHERE s.snapshot_id = $2"
+							  "            EXCEPT"
+							  "            SELECT q.check_name, q.passed, q.expected, q.observed"
+							  "              FROM kafka_lake.quality_results q JOIN kafka_lake.snapshots s ON s.run_id = q.run_id"
+							  "             WHERE s.snapshot_id = $1)"
+							  " OR EXISTS (SELECT d.name FROM kafka_lake.snapshot_definitions d"
+							  "             WHERE d.snapshot_id = $1 AND d.kind = 'gold'"
+							  "            EXCEPT"
+							  "            SELECT d.name FROM kafka_lake.snapshot_definitions d"
+							  "             WHERE d.snapshot_id = $2 AND d.kind = 'gold')"
+							  " OR EXISTS (SELECT d.name FROM kafka_lake.snapshot_definitions d"
+							  "             WHERE d.snapshot_id = $2 AND d.kind = 'gold'"
+							  "            EXCEPT"
+							  "            SELECT d.name FROM kafka_lake.snapshot_definitions d"
+							  "             WHERE d.snapshot_id = $1 AND d.kind = 'gold')",
+							  2, types, values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not compare snapshots");
+	differ = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	foreach(cell, b->golds)
+	{
+		KlGoldDef  *g = lfirst(cell);
+		Oid			ctypes[1] = {OIDOID};
+		Datum		cvalues[1] = {ObjectIdGetDatum(kl_catalog_relid(g->gold))};
+		char	   *cols;
+		const char *rel;
+
+		if (differ)
+			break;
+		if (SPI_execute_with_args("SELECT pg_catalog.string_agg(pg_catalog.format('g.%I', a.attname), ', ' ORDER BY a.attnum)"
+								  "  FROM pg_catalog.pg_attribute a"
+								  " WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped"
+								  "   AND a.attname NOT IN ('snapshot_id', 'closing_status')",
+								  1, ctypes, cvalues, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the columns of gold %s", g->gold);
+		cols = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		rel = quote_identifier(g->gold);
+		if (SPI_execute_with_args(psprintf("SELECT EXISTS (SELECT ROW(%s)::text FROM kafka_lake.%s g WHERE g.snapshot_id = $1"
+										   "               EXCEPT ALL"
+										   "               SELECT ROW(%s)::text FROM kafka_lake.%s g WHERE g.snapshot_id = $2)"
+										   "    OR EXISTS (SELECT ROW(%s)::text FROM kafka_lake.%s g WHERE g.snapshot_id = $2"
+										   "               EXCEPT ALL"
+										   "               SELECT ROW(%s)::text FROM kafka_lake.%s g WHERE g.snapshot_id = $1)",
+										   cols, rel, cols, rel, cols, rel, cols, rel),
+								  2, types, values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not compare the rows of gold %s", g->gold);
+		differ = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	kl_catalog_end(cs);
+	return differ;
+}
+
+/*
  * kl_catalog_copy_golds
  *		The rows of every gold of the source under snapshot from, copied
  *		under snapshot to with another closing status (a date closed or
@@ -755,5 +910,23 @@ kl_catalog_copy_golds(int32 source_id, int64 from, int64 to, const char *closing
 	foreach(cell, stmts)
 		if (SPI_execute_with_args(lfirst(cell), 3, types, values, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not copy gold rows");
+
+	/*
+	 * what made the copied rows: the definitions of from, but of a gold
+	 * dropped since (whose rows are not copied)
+	 */
+	if (OidIsValid(get_relname_relid("snapshot_definitions", nsp)))
+	{
+		Oid			dtypes[3] = {INT8OID, INT8OID, INT4OID};
+		Datum		dvalues[3] = {Int64GetDatum(to), Int64GetDatum(from), Int32GetDatum(source_id)};
+
+		if (SPI_execute_with_args("INSERT INTO kafka_lake.snapshot_definitions (snapshot_id, kind, name, version)"
+								  " SELECT $1, d.kind, d.name, d.version FROM kafka_lake.snapshot_definitions d"
+								  "  WHERE d.snapshot_id = $2"
+								  "    AND (d.kind = 'check' OR d.name = 'gold_daily_line_metrics'"
+								  "         OR d.name IN (SELECT g.gold FROM kafka_lake.golds g WHERE g.source_id = $3))",
+								  3, dtypes, dvalues, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not copy the definitions of snapshot " INT64_FORMAT, from);
+	}
 	kl_catalog_end(cs);
 }

@@ -28,6 +28,9 @@ extern void kl_catalog_record_run(KlBridge *b, const char *status, int gold_rows
 extern int64 kl_catalog_next_snapshot_id(void);
 extern void kl_catalog_publish_snapshot(KlBridge *b, int64 snapshot_id);
 extern void kl_catalog_insert_gold(KlBridge *b, KlGoldDef *g, int64 snapshot_id);
+extern void kl_catalog_record_definitions(KlBridge *b, int64 snapshot_id);
+extern void kl_catalog_supersede_run(const char *run_id, bool back);
+extern bool kl_catalog_snapshots_differ(KlBridge *b, int64 before, int64 after);
 extern void kl_catalog_copy_golds(int32 source_id, int64 from, int64 to,
 								  const char *closing_status);
 
