@@ -168,7 +168,7 @@ kl_catalog_next_exclusion_seq(KlSource *src)
 	int64		seq;
 
 	cs = kl_catalog_begin();
-	kl_xspi("SELECT pg_catalog.coalesce(pg_catalog.max(seq), 0) + 1 FROM kafka_lake.exclusions"
+	kl_xspi("SELECT COALESCE(pg_catalog.max(seq), 0) + 1 FROM kafka_lake.exclusions"
 			" WHERE source_id = $1", 1, types, values, NULL, SPI_OK_SELECT, true);
 	seq = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	kl_catalog_end(cs);
