@@ -2194,6 +2194,9 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		if (st->prune.bounds.files[i] && !st->prune.bounds.contradiction)
 			appendStringInfo(&statuses, "%s%s", statuses.len ? ", " : "", kl_status_names[i]);
 	}
+	/* a scan of excluded records only (they live in the accepted files) */
+	if (statuses.len == 0 && st->prune.bounds.excluded && !st->prune.bounds.contradiction)
+		appendStringInfoString(&statuses, KL_STATUS_NAME_EXCLUDED);
 
 	ExplainPropertyText("Kafka Lake Source",
 						psprintf("%s (topic %s)", st->src->source, st->src->topic), es);
