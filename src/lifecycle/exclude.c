@@ -56,9 +56,11 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -101,7 +103,28 @@ typedef struct KlExcludeCall
 	TupleDesc	desc;
 	List	   *exclusions;		/* the catalog's units, by seq */
 	List	   *locked;			/* partitions owned */
+	bool		pushed;			/* a snapshot of ours is active */
 } KlExcludeCall;
+
+/*
+ * kl_exclude_fresh_snapshot
+ *		In READ COMMITTED, read the catalog from here on with a snapshot
+ *		taken now, after a lock was granted: what the session that held it
+ *		committed is seen (a second exclude() of the same record finds it
+ *		excluded).  Under REPEATABLE READ the partition lock refuses a
+ *		partition changed since the transaction's snapshot (locks.c).
+ */
+static void
+kl_exclude_fresh_snapshot(KlExcludeCall *xc)
+{
+	if (IsolationUsesXactSnapshot())
+		return;
+	if (xc->pushed)
+		PopActiveSnapshot();
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	xc->pushed = true;
+}
 
 /*
  * kl_emit_exclude_row
@@ -156,6 +179,7 @@ kl_exclude_own_partition(KlExcludeCall *xc, int32 partition)
 				 errdetail("Another session has been landing, compacting or recovering it for a minute."),
 				 errhint("Try again when it has finished.")));
 	xc->locked = lappend_int(xc->locked, partition);
+	kl_exclude_fresh_snapshot(xc);
 	kl_recover_partition(xc->src, partition, NULL, NULL);
 }
 
@@ -502,6 +526,19 @@ kl_unexclude_record(KlExcludeCall *xc, KlFoundRecord *r, const KlExclusion *u, K
 }
 
 /*
+ * kl_exclude_done
+ *		The end of a call: our snapshot goes.
+ */
+static Datum
+kl_exclude_done(KlExcludeCall *xc)
+{
+	if (xc->pushed)
+		PopActiveSnapshot();
+	xc->pushed = false;
+	return (Datum) 0;
+}
+
+/*
  * kl_exclude_call
  *		exclude() and unexclude().
  */
@@ -534,6 +571,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 
 	/* one excluder of the source at a time; what a crash left first */
 	kl_recover_exclusions(xc.src, NULL, NULL);
+	kl_exclude_fresh_snapshot(&xc);
 	xc.exclusions = kl_catalog_exclusions(xc.src);
 
 	/* the coordinate of the record named */
@@ -569,7 +607,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 			strlcpy(r.batch_id, active->changes[0].batch_id, sizeof(r.batch_id));
 			kl_emit_exclude_row(&xc, active->exclusion_id, "already_excluded", &r, event_id,
 								kl_status_of_letter(active->changes[0].to));
-			return (Datum) 0;
+			return kl_exclude_done(&xc);
 		}
 	}
 	else
@@ -592,7 +630,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 				(void) kl_find_record(&xc, partition, offset, "Xd", &r, &letter);
 				kl_emit_exclude_row(&xc, active->exclusion_id, "already_excluded", &r, r.event_id,
 									kl_status_of_letter(letter));
-				return (Datum) 0;
+				return kl_exclude_done(&xc);
 			}
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -614,7 +652,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 			if (found)
 			{
 				kl_emit_exclude_row(&xc, "", "not_excluded", &r, r.event_id, "accepted");
-				return (Datum) 0;
+				return kl_exclude_done(&xc);
 			}
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -668,7 +706,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 	}
 	if (!undo && x.event_id && !x.has_after)
 		kl_emit_exclude_row(&xc, x.exclusion_id, "released", NULL, x.event_id, NULL);
-	return (Datum) 0;
+	return kl_exclude_done(&xc);
 }
 
 /*

@@ -9,7 +9,7 @@
 # rows, letters and statuses.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
 steps=(exclude_after_write exclude_after_rename exclude_after_catalog)
-plan $((1 + 8 * ${#steps[@]} + 4))
+plan $((1 + 8 * ${#steps[@]} + 5))
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d kl_test -c "$1"; }
 
 q "SELECT kl_test.broker('create ek95.t 2')" >/dev/null
@@ -69,6 +69,16 @@ for step in "${steps[@]}"; do
 			"excluded,promoted" "$step: the next exclude() succeeds"
 	fi
 done
+
+# two sessions excluding the same record: the second waits for the first, then says so
+psql -X -q -d kl_test -c "BEGIN" \
+	-c "SELECT count(*) FROM kafka_lake.exclude('ek95_1', partition => 0, \"offset\" => 1, reason => 'first')" \
+	-c "SELECT pg_sleep(2)" -c "COMMIT" >/dev/null 2>&1 &
+first=$!
+sleep 1
+is "$(q "SELECT string_agg(action, ',') FROM kafka_lake.exclude('ek95_1', partition => 0, \"offset\" => 1, reason => 'second')")" \
+	"already_excluded" "a second session excluding the same record waits for the first and answers already_excluded"
+wait $first
 
 # pg_dump keeps the exclusions: a database of its own, dumped and restored into a new one
 qd() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
