@@ -8,7 +8,7 @@
 -- each.  compact() leaves batches holding exclusions alone, expire() keeps exclusions,
 -- recover() leaves nothing of a rolled-back exclude; privileges, NULLs, bad coordinates.
 -- Needs the broker.
-SELECT plan(54);
+SELECT plan(55);
 
 \o /dev/null
 SELECT kl_test.server('ex79_srv');
@@ -52,6 +52,8 @@ SELECT results_eq($$SELECT action, partition, "offset", event_id, status
                   'exclude by event_id: the accepted ord-1 is set aside, its re-send at offset 2 promoted');
 SELECT is(pg_temp.status(0, 0) || ' ' || pg_temp.status(0, 2), 'excluded accepted',
           'the foreign table reads the excluded record as excluded, the promoted one as accepted');
+SELECT is((SELECT string_agg(partition || '/' || "offset", ',') FROM kafka_lake.ex79_records WHERE status = 'excluded'),
+          '0/0', 'a scan of status excluded finds it (and only it)');
 SELECT is((SELECT validation_error FROM kafka_lake.ex79_records WHERE partition = 0 AND "offset" = 0),
           'total fails the owner''s check', 'the excluded record''s validation_error is the reason');
 SELECT is((SELECT total FROM kafka_lake.ex79_events WHERE order_id = 'ord-1'), 10::bigint,
