@@ -26,6 +26,7 @@ OBJS = \
 	src/format/batch_format.o \
 	src/kl_catalog/catalog.o \
 	src/kl_catalog/catalog_lifecycle.o \
+	src/kl_catalog/catalog_exclusions.o \
 	src/kl_catalog/catalog_status.o \
 	src/kl_catalog/contract_catalog.o \
 	src/kl_catalog/locks.o \
@@ -36,6 +37,7 @@ OBJS = \
 	src/landing/source_lock.o \
 	src/landing/batch_read.o \
 	src/landing/recover.o \
+	src/landing/exclusion_files.o \
 	src/landing/verify.o \
 	src/landing/land_worker.o \
 	src/landing/land.o \
@@ -43,6 +45,7 @@ OBJS = \
 	src/lifecycle/compact.o \
 	src/lifecycle/expire.o \
 	src/lifecycle/readmit.o \
+	src/lifecycle/exclude.o \
 	src/fdw/fdw.o \
 	src/bridge/csv.o \
 	src/bridge/catalog_bridge.o \

@@ -240,3 +240,254 @@ BEGIN
     END LOOP;
 END
 $$;
+
+--------------------------------------------------------------------------
+-- exclusions
+--
+-- A landed record never changes, so one wrong accepted record (an order
+-- whose total fails its owner's check) blocked its date, and a corrected
+-- re-send landed as duplicate_event_id.  exclude() sets an accepted record
+-- aside, unexclude() puts it back; each call writes an exclusion unit
+-- (<source>/exclusions/exclusion=<seq>-<hash12>/exclusion.json, fsynced
+-- and renamed into place, never changed) and records it here.  Two status
+-- letters of kafka_lake.coordinates say what it changed: 'X' an accepted
+-- line set aside (the foreign tables read it as status 'excluded', its
+-- reason in validation_error), 'P' a duplicate line accepted since its
+-- event_id's accepted record was set aside (the earliest such duplicate by
+-- (partition, offset) whose batch has not expired).  accepted_events
+-- follows: it holds the event_id at the promoted record, or no more (a
+-- record landing later with it is accepted).  kafka_lake.exclusions is the
+-- audit (who, when, why, what changed), one row per unit, never updated:
+-- an unexclude row names the exclusion it undoes.  coordinate_list and
+-- source_status read the new letters.  Who may readmit may exclude: the
+-- functions are granted to the roles that hold EXECUTE on readmit().
+--------------------------------------------------------------------------
+
+DO $$
+DECLARE
+    c name;
+BEGIN
+    FOR c IN SELECT conname FROM pg_catalog.pg_constraint
+              WHERE conrelid = 'kafka_lake.coordinates'::pg_catalog.regclass AND contype = 'c'
+                AND pg_catalog.pg_get_constraintdef(oid) LIKE '%statuses ~%'
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE kafka_lake.coordinates DROP CONSTRAINT %I', c);
+    END LOOP;
+END
+$$;
+ALTER TABLE kafka_lake.coordinates
+    ADD CHECK (statuses ~ '^[adqDRXP]+$');
+
+CREATE TABLE kafka_lake.exclusions (
+    source_id            integer NOT NULL REFERENCES kafka_lake.sources ON DELETE CASCADE,
+    exclusion_id         text NOT NULL CHECK (exclusion_id ~ '^[0-9]{20}-[0-9a-f]{12}$'),
+    seq                  bigint NOT NULL CHECK (seq >= 1),
+    kind                 text NOT NULL CHECK (kind IN ('exclude', 'unexclude')),
+    topic                text NOT NULL,
+    event_id             text,
+    partition            integer NOT NULL,
+    "offset"             bigint NOT NULL,
+    batch_id             text NOT NULL,
+    letters              text NOT NULL CHECK (letters ~ '^[adDXP]{2}$'),
+    fingerprint          bytea NOT NULL,
+    promoted_partition   integer,
+    promoted_offset      bigint,
+    promoted_batch_id    text,
+    promoted_letters     text CHECK (promoted_letters IN ('dP', 'Pd')),
+    promoted_fingerprint bytea,
+    undoes               text,
+    reason               text NOT NULL CHECK (pg_catalog.btrim(reason) <> ''),
+    created_by           name NOT NULL,
+    created_at           timestamptz NOT NULL,
+    manifest_sha256      text NOT NULL,
+    manifest_bytes       bigint NOT NULL,
+    landed_by            text NOT NULL CHECK (landed_by IN ('exclude', 'unexclude', 'recover')),
+    PRIMARY KEY (source_id, seq),
+    UNIQUE (source_id, exclusion_id),
+    CHECK ((kind = 'unexclude') = (undoes IS NOT NULL)),
+    CHECK ((promoted_partition IS NULL) = (promoted_letters IS NULL))
+);
+COMMENT ON TABLE kafka_lake.exclusions IS
+  'One row per exclusion unit: exclude() set a record aside (letters aX, or Pd for a promoted one) and maybe promoted a duplicate (dP); unexclude() undid exclusion undoes; who, when and why';
+SELECT pg_catalog.pg_extension_config_dump('kafka_lake.exclusions', '');
+
+-- the exclusions in effect: not undone
+CREATE VIEW kafka_lake.excluded_records AS
+SELECT s.source, e.exclusion_id, e.topic, e.partition, e."offset", e.batch_id, e.event_id,
+       e.promoted_partition, e.promoted_offset, e.promoted_batch_id,
+       e.reason, e.created_by, e.created_at
+FROM kafka_lake.exclusions e
+JOIN kafka_lake.sources s USING (source_id)
+WHERE e.kind = 'exclude'
+  AND NOT EXISTS (SELECT 1 FROM kafka_lake.exclusions u
+                   WHERE u.source_id = e.source_id AND u.undoes = e.exclusion_id);
+COMMENT ON VIEW kafka_lake.excluded_records IS
+  'The exclusions in effect, with the duplicate promoted in each one''s place';
+
+-- one row per landed coordinate, with the status it has now
+CREATE OR REPLACE VIEW kafka_lake.coordinate_list AS
+SELECT s.source, c.topic, c.partition,
+       coalesce(c.offset_list[i], lower(c.offsets) + i - 1) AS "offset",
+       CASE substr(c.statuses, i, 1)
+            WHEN 'a' THEN 'accepted' WHEN 'P' THEN 'accepted' WHEN 'q' THEN 'quarantined'
+            WHEN 'X' THEN 'excluded'
+            ELSE 'duplicate_event_id' END AS status,
+       encode(substring(c.fingerprints FROM (i - 1) * 32 + 1 FOR 32), 'hex') AS fingerprint,
+       c.batch_id
+FROM kafka_lake.coordinates c
+JOIN kafka_lake.sources s USING (source_id)
+CROSS JOIN LATERAL generate_series(1, length(c.statuses)) AS i
+WHERE substr(c.statuses, i, 1) <> 'R';
+
+-- source_status counts an excluded record neither accepted nor duplicate,
+-- a promoted one as accepted
+CREATE OR REPLACE VIEW kafka_lake.source_status AS
+    WITH errors AS MATERIALIZED (SELECT * FROM kafka_lake.source_errors()),
+    parts AS (
+        SELECT source_id, topic, partition FROM kafka_lake.partition_state
+        UNION
+        SELECT DISTINCT source_id, topic, partition FROM kafka_lake.batches
+    ),
+    landed AS (
+        SELECT b.source_id, b.topic, b.partition,
+               pg_catalog.count(*) AS batches,
+               pg_catalog.sum(CASE WHEN b.expired_at IS NULL
+                                   THEN b.file_bytes[1] + b.file_bytes[2] + b.file_bytes[3]
+                                   ELSE 0 END
+                              + coalesce(b.manifest_bytes, 0)) AS bytes,
+               pg_catalog.max(b.created_at) AS last_batch_at,
+               pg_catalog.sum(b.accepted_count) AS accepted,
+               pg_catalog.sum(b.duplicate_count) AS duplicates,
+               pg_catalog.sum(b.quarantine_count) AS quarantined,
+               pg_catalog.sum(b.accepted_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS accepted_24h,
+               pg_catalog.sum(b.duplicate_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS duplicates_24h,
+               pg_catalog.sum(b.quarantine_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS quarantined_24h
+        FROM kafka_lake.batches b
+        GROUP BY b.source_id, b.topic, b.partition
+    ),
+    -- coordinates whose status changed after they landed: 'D' demoted,
+    -- 'R' re-admitted, 'X' excluded (an accepted line), 'P' promoted (a
+    -- duplicate line)
+    marks AS (
+        SELECT c.source_id, c.topic, c.partition,
+               pg_catalog.sum(x.demoted) AS demoted,
+               pg_catalog.sum(x.readmitted) AS readmitted,
+               pg_catalog.sum(x.excluded) AS excluded,
+               pg_catalog.sum(x.promoted) AS promoted,
+               pg_catalog.sum(x.demoted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS demoted_24h,
+               pg_catalog.sum(x.readmitted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS readmitted_24h,
+               pg_catalog.sum(x.excluded) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS excluded_24h,
+               pg_catalog.sum(x.promoted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS promoted_24h
+        FROM kafka_lake.coordinates c
+        JOIN kafka_lake.batches b ON b.source_id = c.source_id AND b.batch_id = c.batch_id
+        CROSS JOIN LATERAL (
+            SELECT pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'D', '')) AS demoted,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'R', '')) AS readmitted,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'X', '')) AS excluded,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'P', '')) AS promoted
+        ) x
+        WHERE c.statuses ~ '[DRXP]'
+        GROUP BY c.source_id, c.topic, c.partition
+    )
+    SELECT s.source, coalesce(p.topic, s.topic) AS topic, p.partition,
+           CASE WHEN e.failed_at > coalesce(ps.checked_at, '-infinity') THEN 'failed'
+                ELSE ps.last_status END AS last_status,
+           ps.checked_at AS last_call_at,
+           l.last_batch_at,
+           c.committed_offset,
+           ps.low_watermark,
+           ps.high_watermark,
+           ps.high_watermark - coalesce(c.committed_offset, ps.low_watermark) AS lag,
+           coalesce(l.batches, 0) AS batches,
+           coalesce(l.bytes, 0) AS bytes_on_disk,
+           coalesce(l.accepted, 0) - coalesce(m.demoted, 0) - coalesce(m.excluded, 0) + coalesce(m.promoted, 0) AS accepted,
+           coalesce(l.duplicates, 0) + coalesce(m.demoted, 0) - coalesce(m.promoted, 0) AS duplicates,
+           coalesce(l.quarantined, 0) - coalesce(m.readmitted, 0) AS quarantined,
+           coalesce(l.accepted_24h, 0) - coalesce(m.demoted_24h, 0) - coalesce(m.excluded_24h, 0) + coalesce(m.promoted_24h, 0) AS accepted_24h,
+           coalesce(l.duplicates_24h, 0) + coalesce(m.demoted_24h, 0) - coalesce(m.promoted_24h, 0) AS duplicates_24h,
+           coalesce(l.quarantined_24h, 0) - coalesce(m.readmitted_24h, 0) AS quarantined_24h,
+           (SELECT pg_catalog.min(d.business_date)
+              FROM (SELECT b.min_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0
+                    UNION
+                    SELECT b.max_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0) AS d(business_date)
+             WHERE d.business_date IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings dc
+                                WHERE dc.source_id = p.source_id
+                                  AND dc.business_date = d.business_date
+                                  AND dc.status = 'closed')) AS oldest_open_date,
+           e.sqlstate AS last_error_sqlstate,
+           e.message AS last_error,
+           e.failed_at AS last_error_at
+    FROM kafka_lake.sources s
+    LEFT JOIN parts p ON p.source_id = s.source_id
+    LEFT JOIN kafka_lake.partition_state ps
+           ON ps.source_id = p.source_id AND ps.topic = p.topic AND ps.partition = p.partition
+    LEFT JOIN landed l
+           ON l.source_id = p.source_id AND l.topic = p.topic AND l.partition = p.partition
+    LEFT JOIN marks m
+           ON m.source_id = p.source_id AND m.topic = p.topic AND m.partition = p.partition
+    LEFT JOIN LATERAL (
+        SELECT pg_catalog.max(oc.committed_offset) AS committed_offset
+          FROM kafka_lake.offset_commits oc
+         WHERE oc.source_id = p.source_id AND oc.topic = p.topic AND oc.partition = p.partition
+    ) c ON true
+    LEFT JOIN LATERAL (
+        SELECT x.sqlstate, x.message, x.failed_at FROM errors x
+         WHERE x.source_id = s.source_id
+           AND (x.partition IS NULL OR x.partition = p.partition)
+         ORDER BY x.failed_at DESC LIMIT 1
+    ) e ON true;
+
+CREATE FUNCTION kafka_lake.exclude(
+    source      text,
+    event_id    text DEFAULT NULL,
+    "partition" integer DEFAULT NULL,
+    "offset"    bigint DEFAULT NULL,
+    reason      text DEFAULT NULL,
+    OUT exclusion_id text, OUT action text, OUT topic text, OUT "partition" integer,
+    OUT "offset" bigint, OUT batch_id text, OUT event_id text, OUT status text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_exclude'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.exclude(text, text, integer, bigint, text) IS
+  'Set an accepted record aside (by event_id, or by partition and offset; a reason is required); its event_id''s earliest duplicate is accepted in its place';
+
+CREATE FUNCTION kafka_lake.unexclude(
+    source      text,
+    event_id    text DEFAULT NULL,
+    "partition" integer DEFAULT NULL,
+    "offset"    bigint DEFAULT NULL,
+    reason      text DEFAULT NULL,
+    OUT exclusion_id text, OUT action text, OUT topic text, OUT "partition" integer,
+    OUT "offset" bigint, OUT batch_id text, OUT event_id text, OUT status text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_unexclude'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.unexclude(text, text, integer, bigint, text) IS
+  'Undo an exclusion in effect: the record is accepted again, the duplicate promoted in its place a duplicate again';
+
+REVOKE ALL ON FUNCTION kafka_lake.exclude(text, text, integer, bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kafka_lake.unexclude(text, text, integer, bigint, text) FROM PUBLIC;
+-- who may readmit may exclude
+DO $$
+DECLARE
+    grantee text;
+BEGIN
+    FOR grantee IN
+        SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                             ELSE pg_catalog.quote_ident(r.rolname) END
+          FROM pg_catalog.pg_proc p
+         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+          LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+         WHERE p.oid = 'kafka_lake.readmit(text, integer, bigint, bigint)'::pg_catalog.regprocedure
+           AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION kafka_lake.exclude(text, text, integer, bigint, text) TO %s', grantee);
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION kafka_lake.unexclude(text, text, integer, bigint, text) TO %s', grantee);
+    END LOOP;
+END
+$$;

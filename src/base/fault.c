@@ -62,6 +62,9 @@ static const char *const kl_fault_points[] = {
 	"compact_after_catalog",
 	"compact_before_remove",
 	"compact_during_remove",
+	"exclude_after_write",
+	"exclude_after_rename",
+	"exclude_after_catalog",
 	NULL
 };
 

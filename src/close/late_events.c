@@ -147,7 +147,8 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 				continue;
 			idx = kl_batch_coordinate_index(batch, line->offset);
 			if (idx >= 0 && batch->demoted_statuses &&
-				batch->demoted_statuses[idx] == KL_STATUS_DEMOTED)
+				(batch->demoted_statuses[idx] == KL_STATUS_DEMOTED ||
+				 batch->demoted_statuses[idx] == KL_STATUS_EXCLUDED))
 				continue;
 			event_id = kl_late_string(line->has_ids ? &line->event_id : &line->fields[1]);
 

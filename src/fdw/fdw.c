@@ -133,6 +133,7 @@
 #include "format/batch_format.h"
 #include "kafka/options.h"
 #include "kl_catalog/catalog.h"
+#include "kl_catalog/catalog_exclusions.h"
 #include "landing/batch_read.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_fdw_handler);
@@ -265,13 +266,19 @@ typedef struct KlScanState
 	KlLine		line;
 	int			want;			/* KL_WANT_* the columns need */
 	int			file_want;		/* ... plus the offset where demoted */
-	bool		check_demoted;	/* current file has demoted coordinates */
+	bool		check_demoted;	/* current file has coordinates whose letter
+								 * changes their status: demoted ('D'),
+								 * excluded ('X') or promoted ('P') */
 	bool		check_readmitted;	/* current file has re-admitted ones */
-	int			row_status;		/* KL_FILE_* of the status of the current row */
+	int			row_status;		/* KL_FILE_* of the status of the current row,
+								 * or KL_ROW_EXCLUDED */
+	List	   *exclusions;		/* KlExclusion of the source, for the reasons
+								 * of excluded rows; loaded when first needed */
+	bool		exclusions_loaded;
 	int			nattrs;
 	KlAttr	   *attrs;
 	Datum		topic_datum;	/* constant columns, as text */
-	Datum		status_datums[KL_NFILES];
+	Datum		status_datums[KL_NFILES + 1];	/* and "excluded" */
 	Datum	   *batch_id_datums;	/* per batch, built when first needed */
 	int			batch_index;	/* of the current batch */
 	KlAttr	   *current_attr;	/* for the error context */
@@ -285,6 +292,7 @@ typedef struct KlScanState
 	int64		lines_read;
 } KlScanState;
 
+static const char *kl_exclusion_reason(KlScanState *st);
 static void kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
 static void kafkaLakeGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
 static ForeignScan *kafkaLakeGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
@@ -657,6 +665,7 @@ kl_prune_init(KlPrune *pr, int status_file)
 	{
 		for (int i = 0; i < KL_NFILES; i++)
 			pr->bounds.files[i] = (i == status_file);
+		pr->bounds.excluded = false;
 	}
 }
 
@@ -803,6 +812,7 @@ kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytyp
 	int64	   *ints;
 	int			n = 0;
 	bool		files[KL_NFILES] = {false, false, false};
+	bool		excluded = false;
 	bool		topic_found = false;
 	List	   *ids = NIL;
 
@@ -824,10 +834,12 @@ kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytyp
 				break;
 			case KL_COL_STATUS:
 				{
-					int			f = kl_status_file_index(TextDatumGetCString(elems[i]));
+					char	   *s = TextDatumGetCString(elems[i]);
+					int			f = kl_status_file_index(s);
 
 					if (f >= 0)
 						files[f] = true;
+					excluded |= (strcmp(s, KL_STATUS_NAME_EXCLUDED) == 0);
 					break;
 				}
 			case KL_COL_TOPIC:
@@ -870,6 +882,7 @@ kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytyp
 		case KL_COL_STATUS:
 			for (int i = 0; i < KL_NFILES; i++)
 				pr->bounds.files[i] = pr->bounds.files[i] && files[i];
+			pr->bounds.excluded = pr->bounds.excluded && excluded;
 			break;
 		case KL_COL_TOPIC:
 			if (!topic_found)
@@ -991,6 +1004,7 @@ kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid 
 
 					for (int i = 0; i < KL_NFILES; i++)
 						b->files[i] = b->files[i] && (i == f);
+					b->excluded = b->excluded && strcmp(s, KL_STATUS_NAME_EXCLUDED) == 0;
 				}
 				else if (q->column == KL_COL_BATCH_ID)
 				{
@@ -1494,6 +1508,7 @@ kl_scan_begin(KlScanState *st, Relation rel, const char *source, List *needed, b
 	st->topic_datum = CStringGetTextDatum(st->src->topic);
 	for (int i = 0; i < KL_NFILES; i++)
 		st->status_datums[i] = CStringGetTextDatum(kl_status_names[i]);
+	st->status_datums[KL_ROW_EXCLUDED] = CStringGetTextDatum(KL_STATUS_NAME_EXCLUDED);
 	kl_scan_setup_attrs(st, rel, needed, all);
 }
 
@@ -1510,7 +1525,9 @@ kl_scan_reads_file(const KlScanState *st, const KlBatch *b, int file)
 	if (b->files[file].lines == 0)
 		return false;
 	return files[file] ||
-		(file == KL_FILE_ACCEPTED && files[KL_FILE_DUPLICATES] && b->has_demoted);
+		(file == KL_FILE_ACCEPTED && files[KL_FILE_DUPLICATES] && b->has_demoted) ||
+		(file == KL_FILE_ACCEPTED && st->prune.bounds.excluded && b->has_excluded) ||
+		(file == KL_FILE_DUPLICATES && files[KL_FILE_ACCEPTED] && b->has_promoted);
 }
 
 /*
@@ -1665,7 +1682,9 @@ kl_next_file(KlScanState *st)
 				st->batch_id_datums[st->batch_index] = CStringGetTextDatum(st->batch->batch_id);
 			MemoryContextSwitchTo(old);
 		}
-		st->check_demoted = (st->batch->has_demoted && st->file == KL_FILE_ACCEPTED);
+		st->check_demoted =
+			(st->file == KL_FILE_ACCEPTED && (st->batch->has_demoted || st->batch->has_excluded)) ||
+			(st->file == KL_FILE_DUPLICATES && st->batch->has_promoted);
 		st->check_readmitted = (st->batch->has_readmitted && st->file == KL_FILE_QUARANTINE);
 		st->file_want = st->want |
 			((st->check_demoted || st->check_readmitted) ? KL_WANT_KAFKA : 0);
@@ -1916,6 +1935,7 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 				}
 			case KL_COL_STATUS:
 				d = kl_text_column(st, a, st->status_datums[st->row_status],
+								   st->row_status == KL_ROW_EXCLUDED ? KL_STATUS_NAME_EXCLUDED :
 								   kl_status_names[st->row_status]);
 				break;
 			case KL_COL_EVENT_ID:
@@ -1957,7 +1977,17 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 					isnull = true;
 				break;
 			case KL_COL_VALIDATION_ERROR:
-				d = kl_field_datum(st, a, &line->validation_error, &isnull);
+				if (st->row_status == KL_ROW_EXCLUDED)
+				{
+					/* an excluded record: why it was set aside */
+					const char *reason = kl_exclusion_reason(st);
+
+					isnull = (reason == NULL);
+					if (reason)
+						d = kl_text_column(st, a, (Datum) 0, reason);
+				}
+				else
+					d = kl_field_datum(st, a, &line->validation_error, &isnull);
 				break;
 			case KL_COL_BATCH_ID:
 				d = kl_text_column(st, a, st->batch_id_datums[st->batch_index], st->batch->batch_id);
@@ -1971,16 +2001,62 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 }
 
 /*
- * kl_line_demoted
- *		Is this accepted line's coordinate one that recover() demoted (an
- *		event_id accepted first elsewhere)?  It reads as a duplicate.
+ * kl_line_row_status
+ *		The status of a line whose coordinate's letter may say otherwise
+ *		than its file: an accepted line that recover() demoted ('D': an
+ *		event_id accepted first elsewhere) reads as a duplicate, one that
+ *		exclude() set aside ('X') as excluded, and a duplicate that
+ *		exclude() promoted ('P') as accepted.
  */
-static inline bool
-kl_line_demoted(KlScanState *st)
+static inline int
+kl_line_row_status(KlScanState *st)
 {
 	int			idx = kl_batch_coordinate_index(st->batch, st->line.offset);
 
-	return idx >= 0 && st->batch->demoted_statuses[idx] == KL_STATUS_DEMOTED;
+	if (idx < 0)
+		return st->file;
+	switch (st->batch->demoted_statuses[idx])
+	{
+		case KL_STATUS_DEMOTED:
+			return KL_FILE_DUPLICATES;
+		case KL_STATUS_EXCLUDED:
+			return KL_ROW_EXCLUDED;
+		case KL_STATUS_PROMOTED:
+			return KL_FILE_ACCEPTED;
+		default:
+			return st->file;
+	}
+}
+
+/*
+ * kl_exclusion_reason
+ *		The reason of the exclusion in effect of the current (excluded)
+ *		row, from kafka_lake.exclusions (read once per scan).
+ */
+static const char *
+kl_exclusion_reason(KlScanState *st)
+{
+	const char *reason = NULL;
+	ListCell   *cell;
+
+	if (!st->exclusions_loaded)
+	{
+		MemoryContext old = MemoryContextSwitchTo(st->scan_cxt);
+
+		st->exclusions = kl_catalog_exclusions(st->src);
+		st->exclusions_loaded = true;
+		MemoryContextSwitchTo(old);
+	}
+	foreach(cell, st->exclusions)
+	{
+		KlExclusion *x = lfirst(cell);
+
+		if (!x->undo && !x->undone && x->changes[0].offset == st->line.offset &&
+			x->changes[0].partition == st->batch->partition &&
+			strcmp(x->changes[0].batch_id, st->batch->batch_id) == 0)
+			reason = x->reason;
+	}
+	return reason;
 }
 
 /*
@@ -2018,8 +2094,9 @@ kl_scan_next_line(KlScanState *st, bool parse, const char **text, size_t *len)
 		}
 		if (st->check_demoted)
 		{
-			st->row_status = kl_line_demoted(st) ? KL_FILE_DUPLICATES : KL_FILE_ACCEPTED;
-			if (!st->prune.bounds.files[st->row_status])
+			st->row_status = kl_line_row_status(st);
+			if (st->row_status == KL_ROW_EXCLUDED ? !st->prune.bounds.excluded :
+				!st->prune.bounds.files[st->row_status])
 				continue;
 		}
 		return true;
@@ -2117,6 +2194,9 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		if (st->prune.bounds.files[i] && !st->prune.bounds.contradiction)
 			appendStringInfo(&statuses, "%s%s", statuses.len ? ", " : "", kl_status_names[i]);
 	}
+	/* a scan of excluded records only (they live in the accepted files) */
+	if (statuses.len == 0 && st->prune.bounds.excluded && !st->prune.bounds.contradiction)
+		appendStringInfoString(&statuses, KL_STATUS_NAME_EXCLUDED);
 
 	ExplainPropertyText("Kafka Lake Source",
 						psprintf("%s (topic %s)", st->src->source, st->src->topic), es);

@@ -30,7 +30,8 @@
 #define KL_STATUS_READMITTED	'R'	/* quarantined on disk, re-admitted by a
 									 * readmit unit (see readmit.c) */
 #define KL_STATUS_EXCLUDED		'X'	/* accepted on disk, set aside by exclude()
-									 * (see exclude.c) */
+									 * (see exclude.c); a promoted record set
+									 * aside is a duplicate again ('d') */
 #define KL_STATUS_PROMOTED		'P'	/* a duplicate on disk, the accepted one of
 									 * its event_id since exclude() set the
 									 * first aside (see exclude.c) */
@@ -40,6 +41,10 @@
 #define KL_FILE_ACCEPTED		0
 #define KL_FILE_DUPLICATES		1
 #define KL_FILE_QUARANTINE		2
+
+/* a row's status that is no file's: an accepted line exclude() set aside */
+#define KL_ROW_EXCLUDED			KL_NFILES
+#define KL_STATUS_NAME_EXCLUDED	"excluded"
 
 #define KL_BATCH_ID_LEN			54	/* 20 + 1 + 20 + 1 + 12 */
 
@@ -103,12 +108,16 @@ typedef struct KlBatch
 								 * (landed by 1.0) */
 	uint32		manifest_crc32c;
 	/* from the catalog */
-	char	   *demoted_statuses;	/* statuses, only when one is 'D' or 'R' */
+	char	   *demoted_statuses;	/* statuses, only when one is 'D', 'R',
+									 * 'X' or 'P' */
 	bool		has_demoted;	/* ... 'D': accepted lines read as duplicates */
 	bool		has_readmitted; /* ... 'R': quarantine lines a readmit unit
 								 * replaces */
-	bool		has_excluded;	/* ... 'X': accepted lines set aside */
-	bool		has_promoted;	/* ... 'P': duplicate lines read as accepted */
+	bool		has_excluded;	/* ... 'X': accepted lines set aside by
+								 * exclude() (read as excluded) */
+	bool		has_promoted;	/* ... 'P': duplicates.jsonl lines accepted
+								 * since their event_id's first record was
+								 * set aside */
 	int64	   *offset_list;	/* when the range has gaps and it is needed */
 	uint8	   *fingerprints;	/* when asked for */
 	int			nfingerprints;

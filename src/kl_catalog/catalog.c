@@ -1360,6 +1360,7 @@ kl_bounds_init(KlBounds *bounds)
 	bounds->date_hi = DATEVAL_NOEND;
 	for (int i = 0; i < KL_NFILES; i++)
 		bounds->files[i] = true;
+	bounds->excluded = true;
 }
 
 /*
@@ -1373,6 +1374,7 @@ kl_bounds_empty(const KlBounds *bounds)
 
 	for (int i = 0; i < KL_NFILES; i++)
 		any_file |= bounds->files[i];
+	any_file |= bounds->excluded;
 	return bounds->contradiction || !any_file ||
 		bounds->partition_lo > bounds->partition_hi ||
 		bounds->offset_lo > bounds->offset_hi ||
@@ -1441,19 +1443,21 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 		bounds->files[KL_FILE_QUARANTINE])
 		appendStringInfoString(&files, "true");
 	else
-		appendStringInfo(&files, "%s OR %s OR %s",
-						 bounds->files[KL_FILE_ACCEPTED] ? "b.accepted_count > 0" : "false",
+		appendStringInfo(&files, "%s OR %s OR %s OR %s",
+						 bounds->files[KL_FILE_ACCEPTED] ?
+						 "b.accepted_count > 0 OR pg_catalog.strpos(c.statuses, 'P') > 0" : "false",
 						 bounds->files[KL_FILE_DUPLICATES] ?
 						 "b.duplicate_count > 0 OR pg_catalog.strpos(c.statuses, 'D') > 0" : "false",
-						 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false");
+						 bounds->files[KL_FILE_QUARANTINE] ? "b.quarantine_count > 0" : "false",
+						 bounds->excluded ? "pg_catalog.strpos(c.statuses, 'X') > 0" : "false");
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT b.batch_id, b.partition, b.first_offset, b.last_offset,"
 					 " b.file_bytes, b.file_lines, b.file_crc32c,"
 					 " b.accepted_count, b.duplicate_count, b.quarantine_count,"
-					 " CASE WHEN c.statuses ~ '[DR]' THEN c.statuses END,"
-					 " CASE WHEN c.statuses ~ '[DR]' OR %s THEN c.offset_list END,"
+					 " CASE WHEN c.statuses ~ '[DRXP]' THEN c.statuses END,"
+					 " CASE WHEN c.statuses ~ '[DRXP]' OR %s THEN c.offset_list END,"
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
@@ -1517,6 +1521,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 			b->demoted_statuses = TextDatumGetCString(d);
 			b->has_demoted = strchr(b->demoted_statuses, KL_STATUS_DEMOTED) != NULL;
 			b->has_readmitted = strchr(b->demoted_statuses, KL_STATUS_READMITTED) != NULL;
+			b->has_excluded = strchr(b->demoted_statuses, KL_STATUS_EXCLUDED) != NULL;
+			b->has_promoted = strchr(b->demoted_statuses, KL_STATUS_PROMOTED) != NULL;
 		}
 		d = SPI_getbinval(tup, desc, 12, &isnull);
 		if (!isnull)

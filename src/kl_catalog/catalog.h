@@ -42,6 +42,8 @@ typedef struct KlBounds
 	DateADT		date_hi;
 	char	   *batch_id;		/* NULL: any */
 	bool		files[KL_NFILES];	/* which status files */
+	bool		excluded;		/* and the batches with excluded records
+								 * ('X', exclude.c) */
 	bool		contradiction;	/* nothing can match */
 } KlBounds;
 

@@ -24,6 +24,9 @@
  *	0x4B4E "KN"			a hash of a source name: one session at a time
  *						settles what a dead backend left of a displaced
  *						source directory (fileundo.c).
+ *	0x4B58 "KX"			(source): one exclude(), unexclude() or recovery of
+ *						a source's exclusion units at a time (exclude.c);
+ *						taken before any partition lock.
  *
  * Under REPEATABLE READ or SERIALIZABLE a partition that another session
  * changed after the transaction's snapshot is refused with a serialization
@@ -53,6 +56,7 @@
 #define KL_LOCK_SPACE_BRIDGE		0x4B4D	/* "KM" */
 #define KL_LOCK_SPACE_GROUP			0x4B47	/* "KG" */
 #define KL_LOCK_SPACE_SOURCE_DIR	0x4B4E	/* "KN" */
+#define KL_LOCK_SPACE_EXCLUSIONS	0x4B58	/* "KX" */
 
 static void kl_check_partition_snapshot(KlSource *src, int32 partition);
 
@@ -200,5 +204,22 @@ kl_lock_source_dir(const char *source)
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hash_bytes((const unsigned char *) source,
 													   strlen(source)),
 						 0, KL_LOCK_SPACE_SOURCE_DIR);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * kl_lock_exclusions
+ *		Wait until no other session excludes, unexcludes or recovers the
+ *		exclusion units of this source; hold the lock until the end of the
+ *		transaction.  Taken before any partition lock, so that two callers
+ *		never wait for each other's partitions.
+ */
+void
+kl_lock_exclusions(KlSource *src)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, 0,
+						 KL_LOCK_SPACE_EXCLUSIONS);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }

@@ -22,5 +22,6 @@ extern void kl_unlock_partition(KlSource *src, int32 partition);
 extern void kl_lock_bridge_date(int32 source_id, DateADT date);
 extern void kl_lock_group_id(const char *group_id);
 extern void kl_lock_source_dir(const char *source);
+extern void kl_lock_exclusions(KlSource *src);
 
 #endif							/* KAFKA_LAKE_LOCKS_H */

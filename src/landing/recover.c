@@ -118,6 +118,7 @@
 #include "kl_catalog/contract_catalog.h"
 #include "kl_catalog/locks.h"
 #include "landing/batch_read.h"
+#include "landing/exclusion_files.h"
 #include "landing/fileundo.h"
 #include "landing/landing_files.h"
 #include "landing/recover.h"
@@ -1034,6 +1035,8 @@ kafka_lake_recover(PG_FUNCTION_ARGS)
 		kl_check_known_batches(src, p, rsinfo->setResult, rsinfo->setDesc);
 		kl_recover_partition(src, p, rsinfo->setResult, rsinfo->setDesc);
 	}
+	/* the exclusion units a killed exclude() left (exclusion_files.c) */
+	kl_recover_exclusions(src, rsinfo->setResult, rsinfo->setDesc);
 	return (Datum) 0;
 }
 

@@ -53,6 +53,7 @@
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/catalog_lifecycle.h"
 #include "landing/batch_read.h"
+#include "landing/exclusion_files.h"
 #include "landing/landing_files.h"
 #include "landing/recover.h"
 
@@ -77,6 +78,7 @@ kl_emit_verify_row(ReturnSetInfo *rsinfo, const char *batch_id, KlSource *src,
 	nulls[0] = (batch_id == NULL);
 	values[1] = CStringGetTextDatum(src->topic);
 	values[2] = Int32GetDatum(partition);
+	nulls[2] = (partition < 0); /* the source's, not one partition's */
 	values[3] = file ? CStringGetTextDatum(file) : (Datum) 0;
 	nulls[3] = (file == NULL);
 	values[4] = CStringGetTextDatum(problem);
@@ -101,6 +103,140 @@ kl_damaged_action(KlSource *src, const char *dir, const KlBatch *b)
 					dir, dir, src->source, src->source, b->partition,
 					(long long) b->first_offset, (long long) b->last_offset,
 					(long long) b->first_offset, (long long) b->last_offset);
+}
+
+/*
+ * kl_letter_at
+ *		Does some batch of the catalog give the coordinate this letter?
+ */
+static bool
+kl_letter_at(KlSource *src, int32 partition, int64 offset, char letter, char *found)
+{
+	KlBounds	bounds;
+	int64		total;
+	ListCell   *cell;
+
+	*found = '\0';
+	kl_bounds_init(&bounds);
+	bounds.partition_lo = bounds.partition_hi = partition;
+	bounds.offset_lo = bounds.offset_hi = offset;
+	foreach(cell, kl_catalog_scan_batches(src, &bounds, 0, &total))
+	{
+		KlBatch    *b = lfirst(cell);
+		char		l;
+
+		if (kl_batch_coordinate_index(b, offset) < 0)
+			continue;
+		l = kl_catalog_letter(src, b->batch_id, offset, false);
+		if (*found == '\0' || l == letter)
+			*found = l;
+		if (l == letter)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * kl_verify_exclusions
+ *		The exclusion units (exclusion_files.c) against the catalog: each
+ *		unit the catalog records is on disk with the SHA-256 it recorded,
+ *		each unit on disk is in the catalog, and each coordinate a unit
+ *		changed has the letter the last unit that changed it gave it.
+ */
+static void
+kl_verify_exclusions(ReturnSetInfo *rsinfo, KlSource *src)
+{
+	List	   *known = kl_catalog_exclusions(src);
+	ListCell   *cell;
+	List	   *last = NIL;		/* KlExclusionChange: the newest per coordinate */
+
+	foreach(cell, known)
+	{
+		KlExclusion *x = lfirst(cell);
+		char	   *dir = kl_exclusion_dir(src, x->exclusion_id);
+		char	   *file = psprintf("%s/%s%s/%s", KL_EXCLUSIONS_DIR, KL_EXCLUSION_PREFIX,
+									x->exclusion_id, KL_EXCLUSION_FILE);
+		KlExclusion disk;
+		char	   *problem = NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!kl_read_exclusion_unit(dir, &disk, &problem))
+		{
+			if (disk.manifest_bytes > 0 && strcmp(disk.manifest_sha256, x->manifest_sha256) != 0)
+				kl_emit_verify_row(rsinfo, x->changes[0].batch_id, src, x->changes[0].partition, file,
+								   "checksum_mismatch",
+								   psprintf("%s has SHA-256 %s, the catalog recorded %s",
+											KL_EXCLUSION_FILE, disk.manifest_sha256, x->manifest_sha256),
+								   "The exclusion unit was changed: restore it from a backup of the landing directory.");
+			else
+				kl_emit_verify_row(rsinfo, x->changes[0].batch_id, src, x->changes[0].partition, file,
+								   "missing_file", problem,
+								   "The exclusion unit is gone or damaged: restore it from a backup of the landing directory; the catalog still applies it.");
+		}
+		else if (strcmp(disk.manifest_sha256, x->manifest_sha256) != 0)
+			kl_emit_verify_row(rsinfo, x->changes[0].batch_id, src, x->changes[0].partition, file,
+							   "checksum_mismatch",
+							   psprintf("%s has SHA-256 %s, the catalog recorded %s",
+										KL_EXCLUSION_FILE, disk.manifest_sha256, x->manifest_sha256),
+							   "The exclusion unit was changed: restore it from a backup of the landing directory.");
+		for (int c = 0; c < x->nchanges; c++)
+		{
+			ListCell   *lc;
+			bool		replaced = false;
+
+			foreach(lc, last)
+			{
+				KlExclusionChange *ch = lfirst(lc);
+
+				if (ch->partition == x->changes[c].partition && ch->offset == x->changes[c].offset)
+				{
+					*ch = x->changes[c];
+					replaced = true;
+				}
+			}
+			if (!replaced)
+			{
+				KlExclusionChange *ch = palloc(sizeof(KlExclusionChange));
+
+				*ch = x->changes[c];
+				last = lappend(last, ch);
+			}
+		}
+	}
+	foreach(cell, last)
+	{
+		KlExclusionChange *ch = lfirst(cell);
+		char		found;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!kl_letter_at(src, ch->partition, ch->offset, ch->to, &found))
+			kl_emit_verify_row(rsinfo, ch->batch_id, src, ch->partition, NULL, "exclusion_mismatch",
+							   psprintf("offset %lld has the status letter '%c' in the catalog; its last exclusion unit gave it '%c'",
+										(long long) ch->offset, found ? found : '?', ch->to),
+							   psprintf("Run kafka_lake.recover('%s'); if the row stays, the catalog was edited: restore it from a dump.",
+										src->source));
+	}
+
+	/* units on disk the catalog lacks */
+	foreach(cell, kl_list_dir(kl_exclusions_dir(src), KL_EXCLUSION_PREFIX))
+	{
+		const char *name = lfirst(cell);
+		bool		is_known = false;
+		ListCell   *kc;
+
+		foreach(kc, known)
+			is_known |= (strcmp(((KlExclusion *) lfirst(kc))->exclusion_id,
+								name + strlen(KL_EXCLUSION_PREFIX)) == 0);
+		if (!is_known)
+			kl_emit_verify_row(rsinfo, NULL, src, -1, psprintf("%s/%s", KL_EXCLUSIONS_DIR, name),
+							   "unknown_exclusion", "an exclusion unit the catalog does not record",
+							   psprintf("Run kafka_lake.recover('%s'): it adopts the unit, or removes it if it does not fit the catalog.",
+										src->source));
+	}
+	foreach(cell, kl_list_dir(psprintf("%s/.staging", src->dir), KL_EXCLUSION_PREFIX))
+		kl_emit_verify_row(rsinfo, NULL, src, -1, (char *) lfirst(cell), "abandoned_staging",
+						   "an unfinished exclusion unit",
+						   psprintf("Run kafka_lake.recover('%s'): it removes it.", src->source));
 }
 
 /*
@@ -405,6 +541,8 @@ kl_verify(FunctionCallInfo fcinfo)
 											src->source));
 		}
 	}
+	if (kl_catalog_has_exclusions())
+		kl_verify_exclusions(rsinfo, src);
 	return (Datum) 0;
 }
 

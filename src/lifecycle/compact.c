@@ -134,7 +134,7 @@ kl_batch_bytes(const KlBatch *b)
 static bool
 kl_compactable(const KlCompactCall *call, const KlBatch *b)
 {
-	if (b->expired || b->readmit || b->has_readmitted)
+	if (b->expired || b->readmit || b->has_readmitted || b->has_excluded || b->has_promoted)
 		return false;
 	if (kl_batch_bytes(b) * 2 >= call->target_bytes ||
 		(int64) b->record_count * 2 >= call->target_records)
