@@ -57,7 +57,7 @@ OBJS = \
 	src/bridge/bridge_checks.o \
 	src/bridge/bridge_gold.o \
 	src/bridge/bridge_closing.o \
-	src/bridge/bridge_recheck.o \
+	\
 	src/bridge/bridge.o \
 	src/close/close.o \
 	src/close/late_events.o \

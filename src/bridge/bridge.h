@@ -268,7 +268,7 @@ extern bool kl_bridge_process(KlBridge *b, int64 *snapshot_id, bool *has_snapsho
 /* in bridge_select.c */
 extern List *kl_bridge_scan(KlBridge *b);
 extern void kl_bridge_select(KlBridge *b, List *batches);
-extern List *kl_bridge_date_versions(KlBridge *b, List *batches, const KlLayout *probe);
+extern KlLayout *kl_bridge_date_layout(KlBridge *b, List *batches);
 
 /* in bridge_adapter.c */
 extern void kl_bridge_open_csv(KlBridge *b);
@@ -281,7 +281,7 @@ extern void kl_bridge_record_adapter(KlBridge *b);
 extern void kl_bridge_drop_temp(KlBridge *b);
 
 /* in bridge_define.c */
-extern void kl_bridge_define(KlBridge *b, List *batches);
+extern void kl_bridge_define(KlBridge *b, KlLayout *lay);
 extern KlLayout *kl_layout_for(const KlSource *src, const KlContract *const *cs, int ncs);
 extern int	kl_layout_prop_field(const KlLayout *lay, int prop);
 extern char *kl_csv_header_of(char **names, int *lens, int n);
@@ -303,10 +303,6 @@ extern void kl_bridge_check(KlBridge *b);
 extern void kl_bridge_closing_check(KlBridge *b, bool reopen);
 extern int64 kl_bridge_republish(KlBridge *b, const char *run_id);
 extern void kl_bridge_reopened(KlBridge *b, int64 snapshot_id);
-
-/* in bridge_recheck.c */
-extern bool kl_bridge_recheck(KlBridge *b, const char *prior_run, bool reopen, int64 *snapshot_id,
-							  bool *has_snapshot, bool *published);
 
 /* in bridge_gold.c */
 extern bool kl_bridge_find_processed_run(KlBridge *b, KlPriorRun *prior);

@@ -976,96 +976,14 @@ kl_text_array_cstrings(Datum d, int *n)
 }
 
 /*
- * kl_version_compare
- *		Contract versions, the newest first.
- */
-static int
-kl_version_compare(const ListCell *a, const ListCell *b)
-{
-	int32		x = lfirst_int(a);
-	int32		y = lfirst_int(b);
-
-	return x > y ? -1 : x < y ? 1 : 0;
-}
-
-/*
- * kl_bridge_date_layout
- *		The layout of the date: of the versions of the source's contract
- *		that judged its events (kl_layout_for).  Every batch that may hold
- *		an event of the date must have been judged by the source's contract,
- *		some version of it (0A000 otherwise, nothing written); when the
- *		candidates were judged by more than one version, the batches and
- *		readmit units that give the date an event are found first
- *		(kl_bridge_date_versions), so that the layout follows the events.
- */
-static KlLayout *
-kl_bridge_date_layout(KlBridge *b, List *batches)
-{
-	const KlContract *c = kl_source_contract(b->src);
-	bool		machine = c->builtin && strcmp(c->name, KL_MACHINE_EVENT_V1) == 0;
-	List	   *versions = NIL;
-	List	   *members;
-	ListCell   *cell;
-	const KlContract **cs;
-	const KlContract *probe;
-	int			n = 0;
-	int32		newest = 0;
-
-	foreach(cell, batches)
-	{
-		KlBatch    *batch = lfirst(cell);
-		bool		same;
-
-		if (machine)
-			same = kl_batch_is_machine_event_v1(batch);
-		else
-			same = batch->contract != NULL && strcmp(batch->contract, c->name) == 0;
-		if (!same)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("business date %s of source \"%s\" has a batch judged by contract \"%s\" version %d",
-							b->date_text, b->src->source,
-							batch->contract ? batch->contract : KL_MACHINE_EVENT_V1,
-							batch->contract ? batch->contract_version : 1),
-					 errdetail("%s %s of partition %d; the source lands with contract \"%s\".",
-							   batch->readmit ? "Readmit unit" : "Batch",
-							   batch->batch_id, batch->partition, c->name),
-					 errhint("bridge() reads the batches that some version of the source's contract judged; query the others through kafka_lake.%s_events.",
-							 b->src->source)));
-		if (!machine && batch->contract_version > newest)
-			newest = batch->contract_version;
-	}
-	if (machine || batches == NIL)
-		return kl_layout_for(b->src, &c, 1);
-
-	/* the versions that judged events of the date */
-	probe = kl_contract_get(c->name, newest);
-	members = kl_bridge_date_versions(b, batches, kl_layout_for(b->src, &probe, 1));
-	if (members == NIL)
-		members = batches;
-	foreach(cell, members)
-	{
-		KlBatch    *batch = lfirst(cell);
-
-		if (!list_member_int(versions, batch->contract_version))
-			versions = lappend_int(versions, batch->contract_version);
-	}
-	list_sort(versions, kl_version_compare);
-	cs = palloc(sizeof(KlContract *) * list_length(versions));
-	foreach(cell, versions)
-		cs[n++] = kl_contract_get(c->name, lfirst_int(cell));
-	return kl_layout_for(b->src, cs, n);
-}
-
-/*
  * kl_bridge_define
- *		The layout, golds and owners' checks of b's source.
+ *		The layout of the date (kl_bridge_date_layout), and the golds and
+ *		owners' checks of b's source; silver made to hold the layout.
  */
 void
-kl_bridge_define(KlBridge *b, List *batches)
+kl_bridge_define(KlBridge *b, KlLayout *lay)
 {
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
-	KlLayout   *lay = kl_bridge_date_layout(b, batches);
 	List	   *rows = NIL;
 	List	   *checks = NIL;
 	ListCell   *cell;
