@@ -439,9 +439,16 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen, bool recheck)
 	values[3] = CStringGetTextDatum(b->adapter_created ? "created" : "reused");
 
 	skipped = kl_bridge_find_processed_run(b, &prior);
-	if (skipped && recheck)
+	if (skipped && (recheck ||
+					(!b->reopening && kl_catalog_has_definitions() &&
+					 !kl_catalog_current_is_input(b))))
 	{
-		/* the same input, with the golds and checks the source has now */
+		/*
+		 * The same input, with the golds and checks the source has now; also
+		 * an input processed before that is not the current snapshot's (the
+		 * accepted events went back to what they were: an exclusion undone),
+		 * so that the current gold is always the current input's.
+		 */
 		ran = kl_bridge_recheck(b, prior.run_id, reopen, &snapshot_id, &has_snapshot, &published);
 		skipped = !ran;
 	}

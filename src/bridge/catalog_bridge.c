@@ -151,6 +151,36 @@ kl_current_snapshot_now(KlBridge *b, int64 *snapshot_id)
 }
 
 /*
+ * kl_catalog_current_is_input
+ *		Was the date's current snapshot made from this input (source_hash)?
+ *		True when the date has none.
+ */
+bool
+kl_catalog_current_is_input(KlBridge *b)
+{
+	KlCatalogSave cs = kl_catalog_begin();
+	Oid			types[3] = {INT4OID, DATEOID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(b->src->source_id), DateADTGetDatum(b->date),
+	CStringGetTextDatum(b->source_hash)};
+	bool		same;
+
+	if (SPI_execute_with_args("SELECT source_hash = $3 FROM kafka_lake.snapshots"
+							  " WHERE source_id = $1 AND business_date = $2 AND is_current",
+							  3, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.snapshots");
+	if (SPI_processed == 0)
+		same = true;
+	else
+	{
+		bool		isnull;
+
+		same = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	kl_catalog_end(cs);
+	return same;
+}
+
+/*
  * kl_catalog_current_snapshot
  *		The current snapshot of the date, if any.
  */

@@ -16,6 +16,7 @@
 extern bool kl_catalog_record_adapter(KlBridge *b);
 extern char *kl_catalog_extension_version(void);
 extern bool kl_catalog_processed_run(KlBridge *b, KlPriorRun *prior);
+extern bool kl_catalog_current_is_input(KlBridge *b);
 extern bool kl_catalog_current_snapshot(KlBridge *b, int64 *snapshot_id);
 extern char **kl_catalog_check_query(const char *sql, const char *run_id, bool sort_distinct,
 									 int *ncols);

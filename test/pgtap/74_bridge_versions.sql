@@ -12,7 +12,7 @@
 --     rows bridged before read the same; a column that cannot follow is 42804 with the way on;
 --   * verify() is clean after each step.
 -- Needs the broker.
-SELECT plan(34);
+SELECT plan(53);
 SET check_function_bodies = off;
 
 CREATE FUNCTION pg_temp.produce(id text, country text, qty int, amount text, day text DEFAULT '2026-08-01',
@@ -175,5 +175,52 @@ ALTER TABLE kafka_lake.v74_silver RENAME TO v74_silver_v1;
 SELECT is(pg_temp.bridged(reopen => true), 'processed published', 'after the rename the bridge makes silver again');
 
 SELECT is(pg_temp.gold(), 'DE 15 4; FR 6 2', 'and gold');
+
+-- a wrong accepted order set aside: its corrected re-send, landed as a duplicate, is
+-- promoted; the gold is corrected in a new snapshot, the old one stays readable
+\o /dev/null
+SELECT pg_temp.produce('o-2', 'FR', 12, '"20"');
+SELECT * FROM kafka_lake.land('v74');
+\o
+SELECT is(pg_temp.bridged(reopen => true), 'skipped skipped', 'a re-send that lands as a duplicate changes nothing');
+CREATE TEMP TABLE old_snapshot AS
+  SELECT snapshot_id FROM kafka_lake.v74_by_country_current WHERE business_date = '2026-08-01' LIMIT 1;
+SELECT is((SELECT string_agg(action, ',' ORDER BY action)
+             FROM kafka_lake.exclude('v74', event_id => 'o-2', reason => 'wrong quantity')),
+          'excluded,promoted', 'exclude() sets the wrong order aside and promotes its re-send');
+SELECT is(pg_temp.bridged(reopen => true), 'processed published', 'the date bridges again');
+SELECT is(pg_temp.gold(), 'DE 15 4; FR 16 2', 'gold counts the corrected order, once');
+SELECT is((SELECT string_agg(format('%s %s %s', country, qty, orders), '; ' ORDER BY country)
+             FROM kafka_lake.v74_by_country_as_of((SELECT snapshot_id FROM old_snapshot))),
+          'DE 15 4; FR 6 2', 'the snapshot before the correction still reads as it was');
+SELECT is((SELECT count(*)::int FROM kafka_lake.verify('v74')), 0, 'verify() is clean');
+
+-- an order set aside without a re-send: the one that arrives later is accepted
+SELECT is((SELECT string_agg(action, ',' ORDER BY action)
+             FROM kafka_lake.exclude('v74', event_id => 'o-4', reason => 'cancelled by the shop')),
+          'excluded,released', 'an order without a duplicate is released');
+\o /dev/null
+SELECT pg_temp.produce('o-4', 'FR', 14, '"40"');
+SELECT * FROM kafka_lake.land('v74');
+\o
+SELECT is((SELECT status FROM kafka_lake.v74_records WHERE event_id = 'o-4' AND event->>'qty' = '14'), 'accepted',
+          'the later re-send is accepted');
+SELECT is(pg_temp.bridged(reopen => true), 'processed published', 'and bridged');
+SELECT is(pg_temp.gold(), 'DE 15 4; FR 26 2', 'gold counts it once');
+
+-- on a closed date an exclusion is a correction: reopen => true
+SELECT is((SELECT status FROM kafka_lake.close_date('v74', '2026-08-01', timeout => '10 s')), 'closed',
+          'the date closes again');
+SELECT is((SELECT string_agg(action, ',') FROM kafka_lake.exclude('v74', event_id => 'o-6', reason => 'test order')),
+          'excluded,released', 'an order of the closed date is set aside');
+SELECT throws_ok($$SELECT * FROM kafka_lake.bridge('v74', '2026-08-01')$$, '55000', NULL,
+                 'the closed date that lost an order needs reopen (55000)');
+SELECT is(pg_temp.bridged(reopen => true), 'processed published', 'reopen publishes the correction');
+SELECT is(pg_temp.gold(), 'DE 9 3; FR 26 2', 'without the excluded order');
+SELECT is((SELECT string_agg(action, ',') FROM kafka_lake.unexclude('v74', event_id => 'o-6', reason => 'a real order after all')), 'restored',
+          'unexclude() puts it back');
+SELECT is(pg_temp.bridged(reopen => true), 'processed published', 'the date bridges with it');
+SELECT is(pg_temp.gold(), 'DE 15 4; FR 26 2', 'and counts it once');
+SELECT is((SELECT count(*)::int FROM kafka_lake.verify('v74')), 0, 'verify() is clean');
 
 SELECT * FROM finish();

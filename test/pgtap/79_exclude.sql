@@ -62,14 +62,16 @@ SELECT is(pg_temp.accepted('ord-1') || ' ' || pg_temp.holder('ord-1'), '1 0/2', 
 SELECT is(pg_temp.clean(), 0::bigint, 'verify() is clean after the exclusion');
 SELECT results_eq($$SELECT kind, event_id, partition, "offset", letters, promoted_partition, promoted_offset,
                            promoted_letters, reason, created_by = current_user, created_at <= now(), landed_by
-                    FROM kafka_lake.exclusions ORDER BY seq$$,
+                    FROM kafka_lake.exclusions
+                   WHERE source_id = (SELECT source_id FROM kafka_lake.sources WHERE source = 'ex79') ORDER BY seq$$,
                   $$VALUES ('exclude', 'ord-1', 0, 0::bigint, 'aX', 0, 2::bigint, 'dP',
                             'total fails the owner''s check', true, true, 'exclude')$$,
                   'the audit row: what, who, when, why');
 SELECT is((SELECT count(*) FROM pg_ls_dir(kl_test.landing('ex79') || '/exclusions') d
             WHERE d ~ '^exclusion=[0-9]{20}-[0-9a-f]{12}$'), 1::bigint, 'one exclusion unit on disk');
 SELECT is((SELECT e.manifest_sha256 = encode(sha256(pg_read_binary_file(kl_test.landing('ex79') || '/exclusions/exclusion=' || e.exclusion_id || '/exclusion.json')), 'hex')
-             FROM kafka_lake.exclusions e), true, 'the catalog records the SHA-256 of its exclusion.json');
+             FROM kafka_lake.exclusions e JOIN kafka_lake.sources USING (source_id) WHERE source = 'ex79'), true,
+          'the catalog records the SHA-256 of its exclusion.json');
 SELECT results_eq($$SELECT accepted, duplicates FROM kafka_lake.source_status WHERE source = 'ex79' AND partition = 0$$,
                   $$VALUES (2::bigint, 0::bigint)$$, 'source_status counts ord-1 and ord-2 accepted, no duplicate');
 SELECT results_eq($$SELECT status FROM kafka_lake.coordinate_list WHERE source = 'ex79' AND partition = 0 ORDER BY "offset"$$,
@@ -128,7 +130,8 @@ SELECT is(pg_temp.accepted('ord-1') || ' ' || pg_temp.holder('ord-1') || ' ' || 
           '1 0/0 accepted', 'I3: ord-1 accepted once, at 0/0');
 SELECT results_eq($$SELECT action FROM kafka_lake.unexclude('ex79', partition => 0, "offset" => 0, reason => 'again')$$,
                   $$VALUES ('not_excluded')$$, 'unexclude of an accepted record says it is not excluded');
-SELECT is((SELECT count(*) FROM kafka_lake.exclusions WHERE kind = 'unexclude' AND undoes IS NOT NULL), 2::bigint,
+SELECT is((SELECT count(*) FROM kafka_lake.exclusions JOIN kafka_lake.sources USING (source_id)
+            WHERE source = 'ex79' AND kind = 'unexclude' AND undoes IS NOT NULL), 2::bigint,
           'each unexclude names the exclusion it undid');
 SELECT is((SELECT string_agg(partition || '/' || "offset", ' ' ORDER BY "offset") FROM kafka_lake.excluded_records
             WHERE source = 'ex79'), '0/2 1/2', 'excluded_records lists the exclusions in effect');
