@@ -4,7 +4,7 @@
  * released and never change: every catalog or function change of 1.3 is
  * made here, so that a database created at 1.0, 1.1 or 1.2 and one created
  * at 1.3 end with the same objects (test/t/35_upgrade.sh,
- * test/t/92_upgrade_1_1.sh and test/t/93_upgrade_1_2.sh check the paths).
+ * test/t/92_upgrade_1_1.sh and test/t/93_upgrade_1_3.sh check the paths).
  * Everything landed and bridged before stays readable, verifiable and
  * bridgeable.
  *

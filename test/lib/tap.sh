@@ -21,3 +21,16 @@ like() {
 }
 trap 'exit $(( _tap_failed > 0 ))' EXIT
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+# same_extension_objects DB FRESH_DB NAME: one TAP result, whether two databases hold the
+# same kafka_lake extension objects (an updated one and one created at its version)
+same_extension_objects() {
+	local members="SELECT pg_describe_object(classid, objid, 0) FROM pg_depend
+		WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+		  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'kafka_lake') ORDER BY 1"
+	local out="$KL_TMP/members.$1.diff"
+	diff <(psql -X -A -t -q -d "$1" -c "$members") <(psql -X -A -t -q -d "$2" -c "$members") >"$out"
+	ok "[ ! -s '$out' ]" "$3"
+	[ -s "$out" ] && diag "$(cat "$out")"
+	return 0
+}

@@ -104,14 +104,7 @@ is "$(q -d $db -c "SELECT sum(accepted) FROM kafka_lake.land('up_src')") $(q -d 
 	"after the update new records land and a new snapshot of the date is published"
 
 # both paths end with the same objects
-members() {
-	q -d "$1" -c "SELECT pg_describe_object(classid, objid, 0) FROM pg_depend
-		WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
-		  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'kafka_lake') ORDER BY 1"
-}
 q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
-diff <(members $db) <(members ${db}_fresh) >"$KL_TMP/upgrade.diff"
-ok "[ ! -s '$KL_TMP/upgrade.diff' ]" "an updated database and a new one hold the same extension objects"
-[ -s "$KL_TMP/upgrade.diff" ] && diag "$(cat "$KL_TMP/upgrade.diff")"
+same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 
 q -d postgres -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" >/dev/null

@@ -95,15 +95,8 @@ is "$(q -d $db -c "SELECT accepted || ' ' || quarantined FROM kafka_lake.source_
 is "$(q -d $db -c "SELECT status FROM kafka_lake.claim_landing('orders92')")" "already_ours" \
 	"claim_landing() is there, and the landing is this database's"
 
-members() {
-	q -d "$1" -c "SELECT pg_describe_object(classid, objid, 0) FROM pg_depend
-		WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
-		  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'kafka_lake') ORDER BY 1"
-}
 q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake VERSION '1.2' CASCADE" >/dev/null 2>&1
-diff <(members $db) <(members ${db}_fresh) >"$KL_TMP/up11.diff"
-ok "[ ! -s '$KL_TMP/up11.diff' ]" "an updated database and a new one hold the same extension objects"
-[ -s "$KL_TMP/up11.diff" ] && diag "$(cat "$KL_TMP/up11.diff")"
+same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 is "$(q -d $db -c "SELECT md5(pg_get_viewdef('kafka_lake.source_status'))")" \
 	"$(q -d ${db}_fresh -c "SELECT md5(pg_get_viewdef('kafka_lake.source_status'))")" "with the same source_status"
 
