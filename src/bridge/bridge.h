@@ -51,6 +51,9 @@ typedef struct KlBridgeField
 								 * kinds: a value of another kind is written
 								 * as its landed JSON text */
 	int			kinds;			/* KL_READS_* its versions need */
+	bool		silver_cast;	/* its silver column is of a wider type (it
+								 * followed a later version): SQL over the
+								 * run's rows casts it to sql_type */
 	const char *sql_type;		/* its silver column's type, and ... */
 	Oid			sql_typid;		/* ... resolved (a built-in type) */
 	int32		sql_typmod;
@@ -82,6 +85,8 @@ typedef struct KlLayout
 	int		   *nk;
 	int			fresh_field;	/* first date-time field, -1: none */
 	int			id_field;		/* the event_id field, -1: none */
+	const char *date_versions;	/* a date's layout: the versions of its
+								 * events ("1, 2"), for messages; NULL */
 	char	   *silver;			/* relname of the silver table */
 	bool		silver_date;	/* silver has a business_date column of its own */
 } KlLayout;
@@ -286,7 +291,7 @@ extern KlLayout *kl_layout_for(const KlSource *src, const KlContract *const *cs,
 extern int	kl_layout_prop_field(const KlLayout *lay, int prop);
 extern char *kl_csv_header_of(char **names, int *lens, int n);
 extern void kl_silver_ensure(const KlSource *src, const KlContract *c);
-extern void kl_silver_follow(const KlSource *src, const KlLayout *lay);
+extern void kl_silver_follow(const KlSource *src, KlLayout *lay);
 extern bool kl_silver_holds(const KlLayout *lay);
 extern char *kl_silver_expected(const KlLayout *lay);
 extern void kl_bridge_drop_definitions(int32 source_id, const char *source);

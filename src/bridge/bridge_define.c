@@ -523,6 +523,9 @@ kl_unknown_field(const KlLayout *lay, const char *gold, const char *what, const 
 			 errmsg("gold \"%s\": %s \"%s\"%s is not a field of contract \"%s\"",
 					gold, what, name, strncmp(what, "metric", 6) == 0 ? ", which" : "",
 					lay->contract->name),
+			 lay->date_versions ?
+			 errdetail("The business date's events were judged by version %s of the contract, which lack it; a gold reads the fields of the versions a date holds.",
+					   lay->date_versions) : 0,
 			 near ? errhint("Perhaps you meant \"%s\". The fields are: business_date, %s.", near, list) :
 			 errhint("The fields are: business_date, %s.", list)));
 }
@@ -1179,7 +1182,7 @@ kl_silver_ensure(const KlSource *src, const KlContract *c)
  *		earlier snapshots stays readable).
  */
 void
-kl_silver_follow(const KlSource *src, const KlLayout *lay)
+kl_silver_follow(const KlSource *src, KlLayout *lay)
 {
 	Oid			relid = get_relname_relid(lay->silver, get_namespace_oid("kafka_lake", false));
 	const char *rel = quote_identifier(lay->silver);
@@ -1237,7 +1240,7 @@ kl_silver_follow(const KlSource *src, const KlLayout *lay)
 
 	for (int f = 0; f < lay->nfields; f++)
 	{
-		const KlBridgeField *fd = &lay->fields[f];
+		KlBridgeField *fd = &lay->fields[f];
 		int			have = -1;
 
 		for (int i = 0; i < nexisting && have < 0; i++)
@@ -1253,9 +1256,14 @@ kl_silver_follow(const KlSource *src, const KlLayout *lay)
 		if (notnull[have] && !fd->required)
 			changes = lappend(changes, psprintf("ALTER COLUMN %s DROP NOT NULL",
 												quote_identifier(fd->column)));
-		if (strcmp(types[have], fd->sql_type) == 0 ||
-			(kl_type_reads(types[have]) & fd->kinds) == fd->kinds)
-			continue;			/* the column reads the field's values */
+		if (strcmp(types[have], fd->sql_type) == 0)
+			continue;
+		if ((kl_type_reads(types[have]) & fd->kinds) == fd->kinds)
+		{
+			/* the column reads the field's values: SQL over it casts */
+			fd->silver_cast = true;
+			continue;
+		}
 		if ((kl_type_reads(fd->sql_type) & kl_type_reads(types[have])) == kl_type_reads(types[have]))
 		{
 			changes = lappend(changes, psprintf("ALTER COLUMN %s TYPE %s USING %s::%s",

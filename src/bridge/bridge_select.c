@@ -913,6 +913,14 @@ kl_bridge_date_layout(KlBridge *b, List *batches)
 	foreach(cell, versions)
 		cs[n++] = kl_contract_get(c->name, lfirst_int(cell));
 	lay = kl_layout_for(b->src, cs, n);
+	{
+		StringInfoData v;
+
+		initStringInfo(&v);
+		for (int i = n - 1; i >= 0; i--)
+			appendStringInfo(&v, "%s%d", v.len ? ", " : "", cs[i]->version);
+		lay->date_versions = v.data;
+	}
 	MemoryContextSwitchTo(old);
 	return lay;
 }

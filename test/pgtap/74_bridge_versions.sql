@@ -12,7 +12,7 @@
 --     rows bridged before read the same; a column that cannot follow is 42804 with the way on;
 --   * verify() is clean after each step.
 -- Needs the broker.
-SELECT plan(53);
+SELECT plan(57);
 SET check_function_bodies = off;
 
 CREATE FUNCTION pg_temp.produce(id text, country text, qty int, amount text, day text DEFAULT '2026-08-01',
@@ -37,6 +37,15 @@ CREATE FUNCTION pg_temp.last_run() RETURNS text LANGUAGE sql AS $$
   SELECT run_id FROM kafka_lake.snapshots s JOIN kafka_lake.sources USING (source_id)
    WHERE source = 'v74' AND business_date = '2026-08-01' ORDER BY snapshot_id DESC LIMIT 1
 $$;
+CREATE FUNCTION pg_temp.detail_of(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE d text;
+BEGIN
+  EXECUTE sql;
+  RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
+  RETURN d;
+END $$;
 CREATE FUNCTION pg_temp.hint_of(sql text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE h text;
 BEGIN
@@ -222,5 +231,18 @@ SELECT is((SELECT string_agg(action, ',') FROM kafka_lake.unexclude('v74', event
 SELECT is(pg_temp.bridged(reopen => true), 'processed published', 'the date bridges with it');
 SELECT is(pg_temp.gold(), 'DE 15 4; FR 26 2', 'and counts it once');
 SELECT is((SELECT count(*)::int FROM kafka_lake.verify('v74')), 0, 'verify() is clean');
+
+-- a gold over a field a later version added: a date of the versions before refuses it,
+-- saying which versions the date holds; dropped, the date bridges again
+\o /dev/null
+SELECT kafka_lake.define_gold('v74', 'v74_by_channel', ARRAY['channel'], '{"orders": {"count": "*"}}');
+\o
+SELECT throws_ok($$SELECT * FROM kafka_lake.bridge('v74', '2026-08-02', recheck => true)$$, '42703', NULL,
+                 'a gold over a field the date''s versions lack is 42703');
+SELECT alike(pg_temp.detail_of($$SELECT * FROM kafka_lake.bridge('v74', '2026-08-02', recheck => true)$$),
+             '%judged by version 1 of the contract%', 'the detail names the date''s versions');
+SELECT lives_ok($$SELECT kafka_lake.drop_gold('v74', 'v74_by_channel')$$, 'drop_gold');
+SELECT is((SELECT run_status FROM kafka_lake.bridge('v74', '2026-08-02', recheck => true)), 'skipped',
+          'without it the date rechecks to what it published');
 
 SELECT * FROM finish();
