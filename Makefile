@@ -24,6 +24,7 @@ OBJS = \
 	src/contract/contract.o \
 	src/contract/contract_define.o \
 	src/format/batch_format.o \
+	src/format/avro.o \
 	src/kl_catalog/catalog.o \
 	src/kl_catalog/catalog_lifecycle.o \
 	src/kl_catalog/catalog_exclusions.o \

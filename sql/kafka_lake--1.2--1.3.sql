@@ -491,3 +491,36 @@ BEGIN
     END LOOP;
 END
 $$;
+
+--------------------------------------------------------------------------
+-- avro
+--
+-- avro_decode() decodes one Avro datum (the bytes after any framing) with
+-- its writer's schema into JSON, the datum of the reader's schema when one
+-- is given (Avro schema resolution: fields by name and alias, defaults,
+-- promotions, enum defaults, unions), the writer's otherwise.  A NULL value
+-- or writer schema gives NULL; a NULL reader schema means the writer's, so
+-- the function is not STRICT.  avro_frame() splits a Kafka value in
+-- Confluent's wire format (magic byte 0 and a 4-byte schema id, or magic
+-- byte 1 and a 16-byte schema GUID) into the id and the datum; any other
+-- first byte is an error, never taken for an unframed datum.  Both read
+-- nothing of the database: granted to PUBLIC.  docs/contracts.md, "Avro",
+-- has the type mapping.
+--------------------------------------------------------------------------
+
+CREATE FUNCTION kafka_lake.avro_decode(value bytea, writer_schema json, reader_schema json DEFAULT NULL)
+RETURNS json
+AS 'MODULE_PATHNAME', 'kafka_lake_avro_decode'
+LANGUAGE C IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE;
+COMMENT ON FUNCTION kafka_lake.avro_decode(bytea, json, json) IS
+  'Decode one Avro datum (no framing) written with writer_schema into JSON, as reader_schema reads it (default: the writer''s)';
+
+CREATE FUNCTION kafka_lake.avro_frame(value bytea, OUT schema_id bigint, OUT schema_guid uuid, OUT payload bytea)
+RETURNS record
+AS 'MODULE_PATHNAME', 'kafka_lake_avro_frame'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION kafka_lake.avro_frame(bytea) IS
+  'Split a Kafka value in Confluent''s wire format into its schema id (magic byte 0) or schema GUID (magic byte 1) and its Avro datum';
+
+GRANT EXECUTE ON FUNCTION kafka_lake.avro_decode(bytea, json, json) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION kafka_lake.avro_frame(bytea) TO PUBLIC;

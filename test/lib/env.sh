@@ -58,6 +58,26 @@ kl_build_install() {
 	export KL_BROKER
 }
 
+# kl_avro_fixtures: test 29b decodes test/fixtures/avro/cases.jsonl, which
+# test/avro/generate.js writes with avsc (npm), an independent Avro
+# implementation.  When node and npm are there, install avsc if it is
+# missing (into test/avro/node_modules, never committed) and check that the
+# committed fixtures are what avsc makes; without node the committed
+# fixtures are used as they are.  Returns 1 when they differ.
+kl_avro_fixtures() {
+	local dir=$KL_ROOT/test/avro
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		kl_log "node/npm not found: test 29b uses the committed Avro fixtures"
+		return 0
+	fi
+	if [ ! -d "$dir/node_modules/avsc" ]; then
+		kl_log "installing avsc (npm) in test/avro"
+		(cd "$dir" && npm install --no-audit --no-fund --silent >/dev/null) ||
+			{ kl_log "npm install failed: test 29b uses the committed Avro fixtures"; return 0; }
+	fi
+	node "$dir/generate.js" --check >&2
+}
+
 # kl_free_port: a TCP port nobody listens on, from 55000 up.
 kl_free_port() {
 	local p
