@@ -1050,7 +1050,8 @@ kl_foreign_table_options(Oid relid, char **source, char **status)
  * which also covers CREATE ROLE ... PASSWORD) is followed, after blanks and
  * comments, by a string constant ('...', E'...', U&'...', $tag$...$tag$, or
  * ''...'' in SQL held inside a string) the constant's content is replaced
- * by ********; in the text of a statement, also a bare word after a
+ * by ******** (and so is a "schema.registry.url" that carries credentials,
+ * which the validator refuses); in the text of a statement, also a bare word after a
  * property name (a statement that does not parse is logged all the same).  The scan does not track quoting, so it
  * also finds secrets in SQL held in a string or a dollar-quoted body; a name
  * directly after a quote is the content of a string, not a name, and is
@@ -1096,7 +1097,7 @@ kl_text_may_hold_secret(const char *text)
 	return text != NULL &&
 		(kl_contains_ci(text, "password") || kl_contains_ci(text, "secret") ||
 		 kl_contains_ci(text, "key.pem") || kl_contains_ci(text, "oauthbearer.config") ||
-		 kl_contains_ci(text, "auth.user.info"));
+		 kl_contains_ci(text, "auth.user.info") || kl_contains_ci(text, "registry.url"));
 }
 
 /*
@@ -1199,6 +1200,34 @@ kl_sql_value(const char *p, bool bare_words, const char **start, const char **en
 }
 
 /*
+ * kl_url_has_user_info
+ *		Does the URL in [start, end) carry credentials (an '@' before the end
+ *		of its authority)?
+ */
+static bool
+kl_url_has_user_info(const char *start, const char *end)
+{
+	const char *scheme_end = NULL;
+
+	for (const char *c = start; c + 2 < end; c++)
+	{
+		if (c[0] == ':' && c[1] == '/' && c[2] == '/')
+		{
+			scheme_end = c + 3;
+			break;
+		}
+	}
+	if (scheme_end == NULL)
+		return memchr(start, '@', end - start) != NULL;
+	for (const char *c = scheme_end; c < end && *c != '/'; c++)
+	{
+		if (*c == '@')
+			return true;
+	}
+	return false;
+}
+
+/*
  * kl_sql_name_is_secret
  *		Is the name in [start, end) one that kafka_lake treats as a secret?
  */
@@ -1241,6 +1270,7 @@ kl_scrub_sql_secrets(const char *text, bool statement, List **values)
 		const char *value_start;
 		const char *value_end;
 		const char *next;
+		bool		is_url;
 
 		if (*p == '"')
 		{
@@ -1272,13 +1302,22 @@ kl_scrub_sql_secrets(const char *text, bool statement, List **values)
 		}
 
 		p = after;
+		is_url = false;
 		if (!kl_sql_name_is_secret(name_start, name_end))
-			continue;
+		{
+			/* a registry URL with credentials in it is refused, and masked */
+			if (name_end - name_start != strlen(KL_REGISTRY_URL) ||
+				pg_strncasecmp(name_start, KL_REGISTRY_URL, name_end - name_start) != 0)
+				continue;
+			is_url = true;
+		}
 		/* a bare word only after a property name (with a dot), not after a column */
 		next = kl_sql_value(kl_sql_skip_blanks(after),
 							statement && memchr(name_start, '.', name_end - name_start) != NULL,
 							&value_start, &value_end);
 		if (next == NULL || value_end == value_start)
+			continue;
+		if (is_url && !kl_url_has_user_info(value_start, value_end))
 			continue;
 		appendBinaryStringInfo(&out, copied, value_start - copied);
 		appendStringInfoString(&out, KL_MASK);

@@ -33,6 +33,9 @@
 #       writes DIR/url (the API's base URL, no prefix), DIR/ctl (the control URL)
 #       and DIR/pid once both listen; runs until "shutdown" or a signal.
 #   registry.py ctl --dir DIR '{"mode": "down"}' | shutdown | state
+#   registry.py post --dir DIR PATH BODY_BASE64 [--auth user:password]
+#       POST a JSON body to the API (as a client would: register a schema) and
+#       print the answer's status and body ("200 {\"id\": 1}")
 import argparse
 import base64
 import json
@@ -42,6 +45,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -390,6 +394,21 @@ def ctl(args):
         sys.stdout.write(r.read().decode() + "\n")
 
 
+def post(args):
+    with open(os.path.join(args.dir, "url")) as f:
+        url = f.read().strip()
+    headers = {"Content-Type": CONTENT_TYPE}
+    if args.auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(args.auth.encode()).decode()
+    req = urllib.request.Request(url + args.path, data=base64.b64decode(args.body), method="POST",
+                                 headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            sys.stdout.write("%d %s\n" % (r.status, r.read().decode()))
+    except urllib.error.HTTPError as e:
+        sys.stdout.write("%d %s\n" % (e.code, e.read().decode()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -400,8 +419,13 @@ def main():
     c = sub.add_parser("ctl")
     c.add_argument("--dir", required=True)
     c.add_argument("command")
+    p = sub.add_parser("post")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--auth")
+    p.add_argument("path")
+    p.add_argument("body")
     args = ap.parse_args()
-    (serve if args.cmd == "serve" else ctl)(args)
+    {"serve": serve, "ctl": ctl, "post": post}[args.cmd](args)
 
 
 if __name__ == "__main__":
