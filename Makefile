@@ -6,7 +6,8 @@
 # and installs nothing.  `make install` installs the extension.  The whole test suite
 # runs with `bash test/run` (see README.md), which calls `make installcheck` for
 # the pg_regress part.  ICU (libicuuc) does the contract's Unicode trimming
-# and lower-casing; Debian's PostgreSQL links the same library.
+# and lower-casing; Debian's PostgreSQL links the same library.  libcurl
+# (libcurl4-openssl-dev) talks to a server's Confluent Schema Registry.
 
 MODULE_big = kafka_lake
 OBJS = \
@@ -33,6 +34,7 @@ OBJS = \
 	src/kl_catalog/locks.o \
 	src/kafka/options.o \
 	src/kafka/kafka.o \
+	src/kafka/registry.o \
 	src/landing/landing_files.o \
 	src/landing/fileundo.o \
 	src/landing/source_lock.o \
@@ -87,7 +89,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # appends to CFLAGS): a newer compiler's new warning must not break a user's
 # build.
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
-SHLIB_LINK = -lrdkafka -lcrypto -licuuc -lpthread
+SHLIB_LINK = -lrdkafka -lcrypto -licuuc -lpthread -lcurl
 
 EXTRA_CLEAN = test/broker/kafka_lake_broker
 

@@ -524,3 +524,64 @@ COMMENT ON FUNCTION kafka_lake.avro_frame(bytea) IS
 
 GRANT EXECUTE ON FUNCTION kafka_lake.avro_decode(bytea, json, json) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION kafka_lake.avro_frame(bytea) TO PUBLIC;
+
+--------------------------------------------------------------------------
+-- schema registry
+--
+-- A server may name a Confluent Schema Registry (its options
+-- "schema.registry.url", "schema.registry.basic.auth.user.info" in a user
+-- mapping, "schema.registry.ssl.ca.location": options.c).  A schema fetched
+-- from it is kept here for good, under the registry's identity (the server's
+-- name and the URL), with its SHA-256: a schema id's text never changes on a
+-- registry, so an id is served from this table once stored, the registry
+-- down or not, and a registry that answers another text for it is an error.
+-- subject and version are those the schema was first seen under, when it was
+-- fetched by subject (an id may be registered under several).  The table
+-- goes with pg_dump; nothing of it is granted to PUBLIC.
+CREATE TABLE kafka_lake.schemas (
+    server       text        NOT NULL,
+    registry_url text        NOT NULL,
+    schema_id    integer     NOT NULL CHECK (schema_id >= 0),
+    subject      text,
+    version      integer     CHECK (version > 0),
+    schema_type  text        NOT NULL DEFAULT 'AVRO'
+                             CHECK (schema_type IN ('AVRO', 'JSON', 'PROTOBUF')),
+    schema       text        NOT NULL,
+    sha256       bytea       NOT NULL CHECK (pg_catalog.length(sha256) = 32),
+    fetched_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (server, registry_url, schema_id),
+    CHECK ((subject IS NULL) = (version IS NULL))
+);
+CREATE INDEX schemas_subject ON kafka_lake.schemas (server, registry_url, subject, version);
+COMMENT ON TABLE kafka_lake.schemas IS
+  'Schemas fetched from the servers'' schema registries, kept for good (a schema id never changes)';
+REVOKE ALL ON TABLE kafka_lake.schemas FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('kafka_lake.schemas', '');
+
+CREATE FUNCTION kafka_lake.registry_schema(
+    server    text,
+    schema_id integer,
+    timeout   interval DEFAULT NULL,
+    OUT schema_id integer, OUT subject text, OUT version integer,
+    OUT schema_type text, OUT schema json)
+RETURNS record
+AS 'MODULE_PATHNAME', 'kafka_lake_registry_schema'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.registry_schema(text, integer, interval) IS
+  'A schema of the server''s schema registry by id: from kafka_lake.schemas, else fetched and stored';
+
+CREATE FUNCTION kafka_lake.registry_subject(
+    server  text,
+    subject text,
+    version integer DEFAULT NULL,
+    timeout interval DEFAULT NULL,
+    OUT schema_id integer, OUT subject text, OUT version integer,
+    OUT schema_type text, OUT schema json)
+RETURNS record
+AS 'MODULE_PATHNAME', 'kafka_lake_registry_subject'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.registry_subject(text, text, integer, interval) IS
+  'A version of a subject of the server''s schema registry (NULL: the latest), its schema stored in kafka_lake.schemas';
+
+REVOKE ALL ON FUNCTION kafka_lake.registry_schema(text, integer, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kafka_lake.registry_subject(text, text, integer, interval) FROM PUBLIC;

@@ -65,6 +65,14 @@
  * Foreign tables take "source" and "status"; a column may take "field" to
  * read an event field of another name.
  *
+ * A server may also name a Confluent Schema Registry, with options that are
+ * kafka_lake's own and never reach librdkafka (registry.c reads them through
+ * kl_registry_settings): "schema.registry.url" on the server (an http:// or
+ * https:// URL, a path prefix allowed; any other scheme, a URL with
+ * credentials, a query or a fragment is refused), the secret
+ * "schema.registry.basic.auth.user.info" ("user:password") in a user mapping
+ * only, and "schema.registry.ssl.ca.location" (a file: superusers only).
+ *
  * IDENTIFICATION
  *	  src/kafka/options.c
  *
@@ -156,6 +164,7 @@ static const KlPropertyRuleEntry kl_property_rules[] = {
 	{"ssl.key.pem", KL_PROP_SECRET, NULL},
 	{"sasl.oauthbearer.client.secret", KL_PROP_SECRET, NULL},
 	{"sasl.oauthbearer.config", KL_PROP_SECRET, NULL},
+	{"schema.registry.basic.auth.user.info", KL_PROP_SECRET, NULL},
 	/* the database server's own files, network and credentials */
 	{"ssl.key.location", KL_PROP_SUPERUSER, KL_WHY_FILE},
 	{"ssl.certificate.location", KL_PROP_SUPERUSER, KL_WHY_FILE},
@@ -186,7 +195,15 @@ static const KlOption kl_own_options[] = {
 	{NULL, InvalidOid}
 };
 
+/* The Schema Registry's options (kafka_lake's own, see the file header) */
+#define KL_REGISTRY_PREFIX		"schema.registry."
+#define KL_REGISTRY_URL			"schema.registry.url"
+#define KL_REGISTRY_USER_INFO	"schema.registry.basic.auth.user.info"
+#define KL_REGISTRY_CA			"schema.registry.ssl.ca.location"
+
 static List *kl_librdkafka_property_names(void);
+static void kl_validate_registry_option(DefElem *def, Oid catalog);
+static List *kl_user_mapping_options(Oid userid, Oid serverid);
 static const KlPropertyRuleEntry *kl_property_rule(const char *name);
 static void kl_validate_property(DefElem *def, Oid catalog);
 static const char *kl_closest_name(const char *name);
@@ -303,6 +320,12 @@ kafka_lake_fdw_validator(PG_FUNCTION_ARGS)
 			}
 		}
 
+		if (strncmp(def->defname, KL_REGISTRY_PREFIX, strlen(KL_REGISTRY_PREFIX)) == 0)
+		{
+			kl_validate_registry_option(def, catalog);
+			continue;
+		}
+
 		if (own != NULL)
 		{
 			char	   *value = defGetString(def);
@@ -384,6 +407,156 @@ kafka_lake_fdw_validator(PG_FUNCTION_ARGS)
 				 errhint("For example: OPTIONS (source 'machine_events', status 'accepted').")));
 
 	PG_RETURN_VOID();
+}
+
+/*
+ * kl_registry_url_problem
+ *		Why url cannot be a Schema Registry's URL, or NULL: http:// or
+ *		https://, a host, then an optional path; no credentials, query,
+ *		fragment, blank or control character.
+ */
+static const char *
+kl_registry_url_problem(const char *url)
+{
+	const char *authority;
+	const char *end;
+
+	if (pg_strncasecmp(url, "http://", 7) == 0)
+		authority = url + 7;
+	else if (pg_strncasecmp(url, "https://", 8) == 0)
+		authority = url + 8;
+	else
+		return "Only http:// and https:// URLs are allowed.";
+	for (const char *c = url; *c; c++)
+	{
+		if ((unsigned char) *c <= ' ' || *c == 0x7f)
+			return "The URL contains a blank or a control character.";
+		if (*c == '?' || *c == '#')
+			return "The URL has a query or a fragment; give the registry's base URL (a path prefix is allowed).";
+	}
+	end = authority + strcspn(authority, "/");
+	if (end == authority)
+		return "The URL names no host.";
+	if (memchr(authority, '@', end - authority) != NULL)
+		return "The URL carries credentials; they belong in the user mapping option \"" KL_REGISTRY_USER_INFO "\".";
+	return NULL;
+}
+
+/*
+ * kl_validate_registry_option
+ *		Check one of the Schema Registry's options (see the file header).
+ *		No message repeats a value: a URL may carry credentials, and the
+ *		user info is a secret.
+ */
+static void
+kl_validate_registry_option(DefElem *def, Oid catalog)
+{
+	const char *name = def->defname;
+	char	   *value = defGetString(def);
+
+	if (strcmp(name, KL_REGISTRY_URL) == 0)
+	{
+		const char *problem;
+
+		if (catalog != ForeignServerRelationId)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("option \"%s\" is not valid on a %s", name, kl_catalog_word(catalog)),
+					 errhint("Set \"%s\" on a server.", name)));
+		problem = kl_registry_url_problem(value);
+		if (problem != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for option \"%s\"", name),
+					 errhidestmt(true),
+					 errdetail("%s", problem),
+					 errhint("For example: OPTIONS (ADD \"%s\" 'https://registry.example.com:8081').", name)));
+	}
+	else if (strcmp(name, KL_REGISTRY_USER_INFO) == 0)
+	{
+		if (catalog != UserMappingRelationId)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("secret property \"%s\" is not allowed on a %s",
+							name, kl_catalog_word(catalog)),
+					 errhidestmt(true),
+					 errdetail("Options of a %s are readable by every role.",
+							   kl_catalog_word(catalog)),
+					 errhint("Put secrets in a user mapping: CREATE USER MAPPING FOR CURRENT_USER SERVER ... OPTIONS (\"%s\" 'user:password').",
+							 name)));
+		if (strchr(value, ':') == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"%s\"", name),
+					 errhidestmt(true),
+					 errdetail("The value is not of the form user:password."),
+					 errhint("Give the registry's user and password separated by a colon.")));
+	}
+	else if (strcmp(name, KL_REGISTRY_CA) == 0)
+	{
+		if (catalog != ForeignServerRelationId && catalog != UserMappingRelationId)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("option \"%s\" is not valid on a %s", name, kl_catalog_word(catalog)),
+					 errhint("Set \"%s\" on a server or in a user mapping.", name)));
+		if (!superuser())
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("only superusers can set \"%s\"", name),
+					 errdetail("%s", KL_WHY_FILE),
+					 errhint("Ask a superuser to set it on the server, or in your user mapping.")));
+		if (!is_absolute_path(value))
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("option \"%s\" must be an absolute path", name)));
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("unknown Schema Registry option \"%s\"", name),
+				 errhint("The Schema Registry's options are \"%s\" (server), \"%s\" (user mapping) and \"%s\".",
+						 KL_REGISTRY_URL, KL_REGISTRY_USER_INFO, KL_REGISTRY_CA)));
+}
+
+/*
+ * kl_registry_settings
+ *		How a role reaches a server's Schema Registry: the server's URL (NULL
+ *		when it names none), the user info and CA file of the role's user
+ *		mapping (or the PUBLIC one), the CA file of the server otherwise.
+ */
+void
+kl_registry_settings(ForeignServer *server, Oid userid, KlRegistrySettings *out)
+{
+	ListCell   *cell;
+
+	memset(out, 0, sizeof(*out));
+	foreach(cell, server->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, KL_REGISTRY_URL) == 0)
+			out->url = defGetString(def);
+		else if (strcmp(def->defname, KL_REGISTRY_CA) == 0)
+			out->ca_location = defGetString(def);
+	}
+	foreach(cell, kl_user_mapping_options(userid, server->serverid))
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, KL_REGISTRY_USER_INFO) == 0)
+			out->user_info = defGetString(def);
+		else if (strcmp(def->defname, KL_REGISTRY_CA) == 0)
+			out->ca_location = defGetString(def);
+	}
+	/* a catalog written by hand, or by a release that did not check it */
+	if (out->url != NULL && kl_registry_url_problem(out->url) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" of server \"%s\" is not a valid Schema Registry URL",
+						KL_REGISTRY_URL, server->servername),
+				 errdetail("%s", kl_registry_url_problem(out->url)),
+				 errhint("Correct it with ALTER SERVER %s OPTIONS (SET \"%s\" '...').",
+						 quote_identifier(server->servername), KL_REGISTRY_URL)));
 }
 
 /*
@@ -596,6 +769,9 @@ kl_conf_option(rd_kafka_conf_t *conf, ForeignServer *server, DefElem *def,
 	const KlPropertyRuleEntry *rule;
 	char		errstr[512];
 
+	/* the Schema Registry's options are kafka_lake's, not librdkafka's */
+	if (strncmp(name, KL_REGISTRY_PREFIX, strlen(KL_REGISTRY_PREFIX)) == 0)
+		return;
 	if (strcmp(name, "brokers") == 0)
 		name = "bootstrap.servers";
 	else if ((rule = kl_property_rule(name)) != NULL &&
@@ -874,7 +1050,8 @@ kl_foreign_table_options(Oid relid, char **source, char **status)
  * which also covers CREATE ROLE ... PASSWORD) is followed, after blanks and
  * comments, by a string constant ('...', E'...', U&'...', $tag$...$tag$, or
  * ''...'' in SQL held inside a string) the constant's content is replaced
- * by ********; in the text of a statement, also a bare word after a
+ * by ******** (and so is a "schema.registry.url" that carries credentials,
+ * which the validator refuses); in the text of a statement, also a bare word after a
  * property name (a statement that does not parse is logged all the same).  The scan does not track quoting, so it
  * also finds secrets in SQL held in a string or a dollar-quoted body; a name
  * directly after a quote is the content of a string, not a name, and is
@@ -919,7 +1096,8 @@ kl_text_may_hold_secret(const char *text)
 {
 	return text != NULL &&
 		(kl_contains_ci(text, "password") || kl_contains_ci(text, "secret") ||
-		 kl_contains_ci(text, "key.pem") || kl_contains_ci(text, "oauthbearer.config"));
+		 kl_contains_ci(text, "key.pem") || kl_contains_ci(text, "oauthbearer.config") ||
+		 kl_contains_ci(text, "auth.user.info") || kl_contains_ci(text, "registry.url"));
 }
 
 /*
@@ -1022,6 +1200,34 @@ kl_sql_value(const char *p, bool bare_words, const char **start, const char **en
 }
 
 /*
+ * kl_url_has_user_info
+ *		Does the URL in [start, end) carry credentials (an '@' before the end
+ *		of its authority)?
+ */
+static bool
+kl_url_has_user_info(const char *start, const char *end)
+{
+	const char *scheme_end = NULL;
+
+	for (const char *c = start; c + 2 < end; c++)
+	{
+		if (c[0] == ':' && c[1] == '/' && c[2] == '/')
+		{
+			scheme_end = c + 3;
+			break;
+		}
+	}
+	if (scheme_end == NULL)
+		return memchr(start, '@', end - start) != NULL;
+	for (const char *c = scheme_end; c < end && *c != '/'; c++)
+	{
+		if (*c == '@')
+			return true;
+	}
+	return false;
+}
+
+/*
  * kl_sql_name_is_secret
  *		Is the name in [start, end) one that kafka_lake treats as a secret?
  */
@@ -1064,6 +1270,7 @@ kl_scrub_sql_secrets(const char *text, bool statement, List **values)
 		const char *value_start;
 		const char *value_end;
 		const char *next;
+		bool		is_url;
 
 		if (*p == '"')
 		{
@@ -1095,13 +1302,22 @@ kl_scrub_sql_secrets(const char *text, bool statement, List **values)
 		}
 
 		p = after;
+		is_url = false;
 		if (!kl_sql_name_is_secret(name_start, name_end))
-			continue;
+		{
+			/* a registry URL with credentials in it is refused, and masked */
+			if (name_end - name_start != strlen(KL_REGISTRY_URL) ||
+				pg_strncasecmp(name_start, KL_REGISTRY_URL, name_end - name_start) != 0)
+				continue;
+			is_url = true;
+		}
 		/* a bare word only after a property name (with a dot), not after a column */
 		next = kl_sql_value(kl_sql_skip_blanks(after),
 							statement && memchr(name_start, '.', name_end - name_start) != NULL,
 							&value_start, &value_end);
 		if (next == NULL || value_end == value_start)
+			continue;
+		if (is_url && !kl_url_has_user_info(value_start, value_end))
 			continue;
 		appendBinaryStringInfo(&out, copied, value_start - copied);
 		appendStringInfoString(&out, KL_MASK);

@@ -17,7 +17,16 @@
 #include "foreign/foreign.h"
 #include "nodes/pg_list.h"
 
+/* How a role reaches a server's Schema Registry (kl_registry_settings) */
+typedef struct KlRegistrySettings
+{
+	const char *url;			/* schema.registry.url of the server, or NULL */
+	const char *user_info;		/* user:password of the user mapping, or NULL */
+	const char *ca_location;	/* a CA file (user mapping, else server), or NULL */
+} KlRegistrySettings;
+
 extern bool kl_is_secret_property(const char *name);
+extern void kl_registry_settings(ForeignServer *server, Oid userid, KlRegistrySettings *out);
 extern rd_kafka_conf_t *kl_build_conf(ForeignServer *server, Oid userid, List **secrets);
 extern char *kl_scrub_secrets(const char *text, List *secrets);
 extern bool kl_text_may_hold_secret(const char *text);

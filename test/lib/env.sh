@@ -5,8 +5,9 @@
 # PostgreSQL 15 cluster owned by the postgres user in a temporary directory
 # on a free port (pg_cron and kafka_lake preloaded: kafka_lake keeps secrets
 # out of the server log only when it is loaded at server start), and the test
-# broker (librdkafka's mock cluster on 127.0.0.1, test/broker/kafka_lake_broker).  kl_cleanup stops
-# both and removes the directory; callers install it as an EXIT/INT/TERM
+# broker (librdkafka's mock cluster on 127.0.0.1, test/broker/kafka_lake_broker), and for
+# test/run the Schema Registry test peer (test/registry/registry.py).  kl_cleanup stops
+# them all and removes the directory; callers install it as an EXIT/INT/TERM
 # trap before starting anything.
 #
 # After kl_start_cluster and kl_start_broker these are exported:
@@ -15,13 +16,18 @@
 #   KL_BOOTSTRAP                      the broker's bootstrap address
 #   KL_BROKER KL_BROKER_DIR           the broker program and its --dir,
 #                                     for "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" ...
+# and after kl_start_registry:
+#   KL_REGISTRY_URL                   the registry peer's base URL (http://127.0.0.1:port)
+#   KL_REGISTRY_CTL                   its control endpoint (POST {"mode": ...}, GET: state)
+#   KL_REGISTRY KL_REGISTRY_DIR       the peer program and its --dir,
+#                                     for python3 "$KL_REGISTRY" ctl --dir "$KL_REGISTRY_DIR" '{"mode": "down"}'
 
 KL_ROOT=${KL_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 KL_PG_BIN=${KL_PG_BIN:-/usr/lib/postgresql/15/bin}
 export PG_CONFIG=$KL_PG_BIN/pg_config
 KL_PACKAGES=(build-essential postgresql-15 postgresql-server-dev-15 librdkafka-dev libssl-dev
 	libicu-dev postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-cron kcat
-	python3)
+	python3 libcurl4-openssl-dev)
 
 kl_log() { printf '== %s\n' "$*" >&2; }
 
@@ -143,6 +149,43 @@ kl_start_broker() {
 	export KL_BROKER KL_BROKER_DIR KL_BOOTSTRAP KL_BROKER_PID
 }
 
+# kl_start_registry [--prefix /p ...]: start the Schema Registry test peer
+# (test/registry/registry.py) on a free port of 127.0.0.1, as postgres.
+kl_start_registry() {
+	KL_REGISTRY_DIR=$KL_TMP/registry
+	mkdir -p "$KL_REGISTRY_DIR" "$KL_TMP/bin"
+	chown postgres: "$KL_REGISTRY_DIR"
+	install -m 755 "$KL_ROOT/test/registry/registry.py" "$KL_TMP/bin/kafka_lake_registry.py"
+	KL_REGISTRY=$KL_TMP/bin/kafka_lake_registry.py
+	kl_log "starting the Schema Registry test peer in $KL_REGISTRY_DIR"
+	kl_as_postgres python3 "$KL_REGISTRY" serve --dir "$KL_REGISTRY_DIR" "$@" \
+		>"$KL_REGISTRY_DIR/out.log" 2>&1 &
+	KL_REGISTRY_PID=$!
+	for _ in $(seq 100); do
+		[ -s "$KL_REGISTRY_DIR/url" ] && break
+		sleep 0.1
+	done
+	[ -s "$KL_REGISTRY_DIR/url" ] || { cat "$KL_REGISTRY_DIR/out.log" >&2; return 1; }
+	KL_REGISTRY_URL=$(cat "$KL_REGISTRY_DIR/url")
+	KL_REGISTRY_CTL=$(cat "$KL_REGISTRY_DIR/ctl")
+	export KL_REGISTRY KL_REGISTRY_DIR KL_REGISTRY_URL KL_REGISTRY_CTL KL_REGISTRY_PID
+}
+
+# kl_registry_node_deps: the npm packages of test/registry (an independent
+# Schema Registry client, for test/t/29d_registry_client.sh), installed into
+# test/registry/node_modules when missing (node and npm from Debian if absent).
+kl_registry_node_deps() {
+	local dir=$KL_ROOT/test/registry
+	[ -d "$dir/node_modules/@confluentinc/schemaregistry" ] && return 0
+	if ! command -v npm >/dev/null 2>&1; then
+		[ "$(id -u)" = 0 ] || return 1
+		kl_log "installing nodejs npm"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null || return 1
+	fi
+	kl_log "npm install in test/registry"
+	(cd "$dir" && npm install --no-audit --no-fund --silent >/dev/null 2>&1)
+}
+
 # kl_cleanup: stop everything, on every exit path.
 kl_cleanup() {
 	local rc=$?
@@ -157,6 +200,11 @@ kl_cleanup() {
 	if [ -n "${KL_BROKER_PID:-}" ]; then
 		"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" shutdown >/dev/null 2>&1 || kill "$KL_BROKER_PID" 2>/dev/null || true
 		wait "$KL_BROKER_PID" 2>/dev/null || true
+	fi
+	if [ -n "${KL_REGISTRY_PID:-}" ]; then
+		python3 "$KL_REGISTRY" ctl --dir "$KL_REGISTRY_DIR" shutdown >/dev/null 2>&1 ||
+			kill "$KL_REGISTRY_PID" 2>/dev/null || true
+		wait "$KL_REGISTRY_PID" 2>/dev/null || true
 	fi
 	if [ -n "${KL_TMP:-}" ] && [ -z "${KL_KEEP:-}" ]; then
 		rm -rf "$KL_TMP"

@@ -1,6 +1,7 @@
 -- test/lib/helpers.sql -- helper functions for the pgTAP tests, created by
 -- test/run in the test database (schema kl_test).  psql variables broker,
--- broker_dir, bootstrap and server_log are set by the harness.
+-- broker_dir, bootstrap, server_log, registry, registry_dir and registry_url
+-- are set by the harness.
 
 CREATE SCHEMA kl_test;
 
@@ -8,7 +9,9 @@ CREATE SCHEMA kl_test;
 CREATE TABLE kl_test.env (name text PRIMARY KEY, value text NOT NULL);
 INSERT INTO kl_test.env VALUES
   ('broker', :'broker'), ('broker_dir', :'broker_dir'),
-  ('bootstrap', :'bootstrap'), ('server_log', :'server_log');
+  ('bootstrap', :'bootstrap'), ('server_log', :'server_log'),
+  ('registry', :'registry'), ('registry_dir', :'registry_dir'),
+  ('registry_url', :'registry_url');
 
 -- kl_test.sh(command): run a shell command as the server's user, return stdout
 CREATE FUNCTION kl_test.sh(cmd text) RETURNS text
@@ -119,4 +122,41 @@ BEGIN
     crc := tbl[((crc # get_byte(data, i)) & 255) + 1] # (crc >> 8);
   END LOOP;
   RETURN crc # 4294967295;
+END $$;
+
+-- kl_test.registry(command): a control command for the Schema Registry test peer
+-- (test/registry/registry.py: '{"mode": "down"}', 'state', ...); returns its answer
+CREATE FUNCTION kl_test.registry(command text) RETURNS text
+LANGUAGE sql AS $$
+  SELECT kl_test.sh(format('python3 %s ctl --dir %s %s',
+    (SELECT value FROM kl_test.env WHERE name = 'registry'),
+    (SELECT value FROM kl_test.env WHERE name = 'registry_dir'),
+    CASE WHEN command IN ('state', 'shutdown') THEN command
+         ELSE quote_literal(command) END))
+$$;
+
+-- kl_test.registry_url(): the peer's base URL (http://127.0.0.1:port)
+CREATE FUNCTION kl_test.registry_url() RETURNS text
+LANGUAGE sql AS $$ SELECT value FROM kl_test.env WHERE name = 'registry_url' $$;
+
+-- kl_test.registry_register(subject, schema, schema_type): register a schema through the
+-- peer's REST API, as a client does; returns its id
+CREATE FUNCTION kl_test.registry_register(subject text, schema text, schema_type text DEFAULT NULL,
+                                          auth text DEFAULT NULL) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+  answer text;
+BEGIN
+  answer := kl_test.sh(format('python3 %s post --dir %s %s %s %s',
+    (SELECT value FROM kl_test.env WHERE name = 'registry'),
+    (SELECT value FROM kl_test.env WHERE name = 'registry_dir'),
+    CASE WHEN auth IS NULL THEN '' ELSE '--auth ' || quote_literal(auth) END,
+    quote_literal('/subjects/' || subject || '/versions'),
+    translate(encode(convert_to(json_strip_nulls(json_build_object('schema', schema,
+                                                                   'schemaType', schema_type))::text,
+                                'UTF8'), 'base64'), E'\n', '')));
+  IF answer NOT LIKE '200 %' THEN
+    RAISE EXCEPTION 'registering under % failed: %', subject, answer;
+  END IF;
+  RETURN (substr(answer, 5)::json ->> 'id')::int;
 END $$;

@@ -7,7 +7,7 @@
 # held in a string.  The statements are still logged, with each secret value replaced by
 # ********.  Needs no broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 13
+plan 14
 export PGOPTIONS="-c log_statement=all -c log_min_duration_statement=0 -c log_min_error_statement=error"
 q() { psql -X -A -t -q -d kl_test "$@" 2>&1; }
 log_from=$(($(stat -c %s "$KL_SERVER_LOG") + 1))
@@ -22,6 +22,8 @@ CREATE USER MAPPING FOR CURRENT_USER SERVER log36
 ALTER USER MAPPING FOR CURRENT_USER SERVER log36 OPTIONS (SET "sasl.password" 'kl36-alter');
 ALTER USER MAPPING FOR CURRENT_USER SERVER log36 OPTIONS (ADD "ssl.key.password" E'kl36-e\'scaped',
   ADD "ssl.keystore.password" $$kl36-dollar$$);
+ALTER USER MAPPING FOR CURRENT_USER SERVER log36
+  OPTIONS (ADD "schema.registry.basic.auth.user.info" 'kl36-reguser:kl36-regpass');
 ALTER USER MAPPING FOR CURRENT_USER SERVER log36 OPTIONS (SET "sasl.password" /* a comment */
   $tag$kl36-tagged'$tag$, SET "ssl.key.password" 'kl36-doubled''quote');
 SQL
@@ -30,6 +32,9 @@ PGOPTIONS="-c log_min_duration_statement=0" q -c "ALTER USER MAPPING FOR CURRENT
 # refused by kafka_lake's validator
 q -c "CREATE SERVER log36_bad FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers 'h:1', \"sasl.password\" 'kl36-server')" >/dev/null
 q -c "ALTER USER MAPPING FOR CURRENT_USER SERVER log36 OPTIONS (ADD \"sasl.password.typo\" 'kl36-unknown')" >/dev/null
+q -c "CREATE SERVER log36_reg FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers 'h:1', \"schema.registry.basic.auth.user.info\" 'kl36-reg-on-server:pw')" >/dev/null
+q -c "ALTER USER MAPPING FOR CURRENT_USER SERVER log36 OPTIONS (SET \"schema.registry.basic.auth.user.info\" 'kl36-no-colon')" >/dev/null
+q -c "CREATE SERVER log36_url FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers 'h:1', \"schema.registry.url\" 'http://kl36-urluser:kl36-urlpass@127.0.0.1:9/')" >/dev/null
 # refused by PostgreSQL before kafka_lake sees it
 q -c "CREATE USER MAPPING FOR CURRENT_USER SERVER log36 OPTIONS (\"sasl.password\" 'kl36-duplicate')" >/dev/null
 q -c "CREATE USER MAPPING FOR CURRENT_USER SERVER log36 OPTIONS (\"sasl.password\" 'kl36-syntax'" >/dev/null
@@ -48,6 +53,7 @@ ok "has 'STATEMENT:  CREATE USER MAPPING'" "the STATEMENT line of a failed state
 is "$(logged | grep -c 'kl36-')" "$(logged | grep -c 'kl36-nosuch')" "no secret value is in the log"
 ok "has \"\\\"sasl.password\\\" '$mask'\"" "a secret value is logged as ********"
 ok "has \"E'$mask'\"" "in an E'' string too"
+ok "has \"\\\"schema.registry.basic.auth.user.info\\\" '$mask'\"" "the Schema Registry's user info is logged as ******** too"
 ok "has '\$tag\$$mask\$tag\$'" "in a dollar-quoted string too"
 ok "has \"OPTIONS (SET sasl.password $mask)\" || has \"OPTIONS (SET sasl.password '$mask')\"" \
 	"after a name PostgreSQL cannot parse too"
