@@ -11,7 +11,7 @@
 -- superusers only, USAGE on the server, NULL arguments (22004).
 -- Needs the registry peer, not the broker.
 SET client_min_messages = warning;
-SELECT plan(56);
+SELECT plan(57);
 
 CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -155,14 +155,18 @@ SELECT kl_test.registry_register('secured-value', '{"type": "int"}', NULL, 'reg2
 SELECT alike(pg_temp.error_of('SELECT kafka_lake.registry_schema(''reg29'', ' || :id_auth || ')'),
   '28000: the schema registry at % refused the credentials of role "postgres" (HTTP 401)%CREATE USER MAPPING%',
   'a registry that wants credentials is 28000 without them, with a hint');
+SET log_statement = 'all';
 CREATE USER MAPPING FOR CURRENT_USER SERVER reg29
   OPTIONS ("schema.registry.basic.auth.user.info" 'reg29user:kl29-wrong-password');
+RESET log_statement;
 SELECT pg_temp.error_of('SELECT kafka_lake.registry_schema(''reg29'', ' || :id_auth || ')') AS wrong \gset
 SELECT alike(:'wrong'::text, '28000: % refused the credentials %', 'wrong credentials are 28000');
 SELECT ok(:'wrong'::text NOT LIKE '%kl29-wrong-password%' AND :'wrong'::text NOT LIKE '%reg29user:%',
   'and the error does not show them');
+SET log_statement = 'all';
 ALTER USER MAPPING FOR CURRENT_USER SERVER reg29
   OPTIONS (SET "schema.registry.basic.auth.user.info" 'reg29user:kl29-right-password');
+RESET log_statement;
 SELECT is((SELECT schema::text FROM kafka_lake.registry_schema('reg29', :id_auth)), '{"type":"int"}'::text,
   'with the user mapping''s credentials the schema is fetched');
 SELECT ok(EXISTS (SELECT 1 FROM json_array_elements(kl_test.registry('state')::json->'requests') x
@@ -178,6 +182,8 @@ SELECT kl_test.registry('{"mode": "ok", "auth": null}');
 \o
 SELECT ok(kl_test.server_log() NOT LIKE '%kl29-wrong-password%' AND kl_test.server_log() NOT LIKE '%kl29-right-password%',
   'no credential is in the server log');
+SELECT ok(kl_test.server_log() LIKE '%OPTIONS (SET "schema.registry.basic.auth.user.info" ''********'')%',
+  'the statements that set them are logged with the value masked');
 
 -- a path prefix
 SELECT format('CREATE SERVER reg29_prefix FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers %L, "schema.registry.url" %L)',
