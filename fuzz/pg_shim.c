@@ -1081,8 +1081,9 @@ pg_regerror(int errcode, const regex_t *preg, char *errbuf, size_t errbuf_size)
  */
 
 int
-kl_open_landed(const char *path)
+kl_open_landed(const char *path, const char **not_regular)
 {
+	*not_regular = NULL;
 	return open(path, O_RDONLY | PG_BINARY);
 }
 
