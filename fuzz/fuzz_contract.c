@@ -20,7 +20,8 @@
  * Property: a value accepted with a normalised event is judged again as
  * that event (same headers, same timestamp) and is accepted again, to the
  * same bytes, the same event_id and the same business date: normalising is
- * idempotent.  Every reason of a refusal is valid UTF-8 text.
+ * idempotent (an event normalised past the contract's value size limit,
+ * which escaping non-ASCII characters can do, is not judged again).  Every reason of a refusal is valid UTF-8 text.
  *
  * Cannot cover: "pattern" (the backend's regex engine is not available
  * outside a server: pg_shim.c); time zones with DST rules (the shim has
@@ -148,7 +149,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			kl_fuzz_fail("out of memory judging %zu bytes", size);
 		if (reason != NULL && !kl_utf8_text_valid(reason, strlen(reason)))
 			kl_fuzz_fail("a refusal's reason is not valid UTF-8 text");
-		if (reason == NULL && ev.json != NULL)
+		/*
+		 * The limit is on record values: an event normalised past it (json.c
+		 * escapes every non-ASCII character as \uXXXX) is not judged again.
+		 */
+		if (reason == NULL && ev.json != NULL && ev.json_len <= (size_t) c->max_value_bytes)
 		{
 			KlJudgeInput in2 = in;
 			KlEvent		ev2;
