@@ -18,7 +18,9 @@
  *	- integers in decimal, without sign for non-negative values, without
  *	  leading zeros;
  *	- a null (a record without key or without timestamp) is an empty field;
- *	- the bytes are UTF-8, as decoded from the landed JSON; no BOM.
+ *	- the bytes are UTF-8, as decoded from the landed JSON; no BOM, no NUL
+ *	  byte (contracts refuse NUL characters, and the reader refuses the byte
+ *	  rather than end a field at it);
  *
  * The columns and their order are the contract's (bridge_define.c says
  * which); KlCsvColumn in csv.h lists machine_event_v1's, in the order the
@@ -351,6 +353,11 @@ kl_csv_split(char *p, char *lf, char **fields, int *lens, int maxfields, const c
 					*error = "unterminated quoted field";
 					return -1;
 				}
+				if (*p == '\0')
+				{
+					*error = "a NUL byte";
+					return -1;
+				}
 				if (*p == '"')
 				{
 					if (p[1] == '"')
@@ -381,6 +388,12 @@ kl_csv_split(char *p, char *lf, char **fields, int *lens, int maxfields, const c
 					return -1;
 				}
 				p++;
+			}
+			if (*p == '\0' && p != lf)
+			{
+				/* not the record's end: a NUL byte, never written */
+				*error = "a NUL byte";
+				return -1;
 			}
 			out = p;
 		}

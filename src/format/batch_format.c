@@ -1166,10 +1166,7 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 			line->business_date = v;
 		}
 		else if (KEY_IS(k, "event_id"))
-		{
-			line->has_ids = true;
-			line->event_id = v;
-		}
+			line->event_id = v;	/* the line's own only beside business_date */
 		else if (KEY_IS(k, "event"))
 		{
 			KlJsonReader eit;
@@ -1258,6 +1255,13 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 	}
 	if (it.error)
 		kl_line_error(it.error);
+	/*
+	 * "business_date" is what says that a line carries its ids, as in the
+	 * fast path: a top-level "event_id" without it is not the line's own
+	 * (readers then take the event's field).
+	 */
+	if (!line->has_ids)
+		line->event_id.type = KL_JSON_NULL;
 }
 
 /* ----------------------------------------------------------------
@@ -1921,17 +1925,21 @@ kl_line_parse_fast(KlLine *line, const char *text, size_t len, int want)
 	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
 	bool		need_ids = (want & KL_WANT_IDS) != 0;
 	bool		need_event_id = false;	/* a line with ids, after its event */
+	bool		ids_ahead = need_ids;	/* business_date may still come */
 
 	kl_line_reset(line);
 	if (!kl_layout_open(&top, text, text + len))
 		return false;
-	while (need_event || need_kafka || need_quarantine || need_event_id)
+	while (need_event || need_kafka || need_quarantine || need_event_id || ids_ahead)
 	{
 		rc = kl_layout_key(&top, &k, &klen, true);
 		if (rc < 0)
 			return false;
 		if (rc == 0)
 			break;
+		/* keys ascend: past "business_date", the line has no ids */
+		if (ids_ahead && kl_key_cmp(k, klen, "business_date", 13) >= 0)
+			ids_ahead = false;
 		if (LAYOUT_KEY_IS(k, klen, "business_date"))
 		{
 			/* the first member of a line that carries its ids */
