@@ -31,6 +31,7 @@ OBJS = \
 	src/kl_catalog/catalog_exclusions.o \
 	src/kl_catalog/catalog_status.o \
 	src/kl_catalog/contract_catalog.o \
+	src/kl_catalog/avro_contract.o \
 	src/kl_catalog/locks.o \
 	src/kafka/options.o \
 	src/kafka/kafka.o \
