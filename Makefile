@@ -36,6 +36,7 @@ OBJS = \
 	src/kafka/options.o \
 	src/kafka/kafka.o \
 	src/kafka/registry.o \
+	src/landing/avro_land.o \
 	src/landing/landing_files.o \
 	src/landing/fileundo.o \
 	src/landing/source_lock.o \
