@@ -128,9 +128,7 @@ kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, con
 		CurrentResourceOwner = owner;
 		if (ed->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
 			ReThrowError(ed);
-		*error = MemoryContextStrdup(al->cxt,
-									 psprintf("schema id %d is unknown to the schema registry: %s",
-											  id, ed->message));
+		*error = MemoryContextStrdup(al->cxt, ed->message);	/* "schema id 7 is not in ..." */
 		return NULL;
 	}
 	PG_END_TRY();

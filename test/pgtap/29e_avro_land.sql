@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(27);
+SELECT plan(28);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -101,7 +101,7 @@ CREATE FUNCTION pg_temp.reason(o int) RETURNS text LANGUAGE sql AS $$
 SELECT alike(pg_temp.reason(1), '%amount%', 'the rule refuses a decoded record');
 SELECT alike(pg_temp.reason(3), 'schema id ' || :id_bad || ' cannot be read with the schema of contract "orders29e" version 1: %',
   'a writer the reader cannot read is quarantined, naming its id');
-SELECT alike(pg_temp.reason(4), 'schema id 99999 is unknown to the schema registry: %', 'an unknown id is quarantined');
+SELECT alike(pg_temp.reason(4), 'schema id 99999 is not in the schema registry at %', 'an unknown id is quarantined');
 SELECT alike(pg_temp.reason(5), 'the Avro value of schema id ' || :id1 || ' does not decode: % at byte %',
   'truncated bytes are quarantined with the decoder''s field and byte');
 SELECT alike(pg_temp.reason(6), 'not an Avro value in Confluent''s wire format: unknown magic byte%',
@@ -119,6 +119,14 @@ WHERE d LIKE 'batch=%';
 SELECT is((SELECT count(*) FROM produced p JOIN pg_temp.landed l USING (n) WHERE l.value = p.v), 5::bigint,
   'the five quarantined records keep their exact bytes');
 
+-- the manifest says which writer schema id each Avro record was framed with
+SELECT is((SELECT string_agg((e->>'offset') || ':' || coalesce(e->>'schema_id', '-'), ' ' ORDER BY (e->>'offset')::int)
+             FROM pg_ls_dir(kl_test.landing('orders29e') || '/topic=orders29e.t/partition=0') AS d,
+                  json_array_elements(pg_read_file(kl_test.landing('orders29e') || '/topic=orders29e.t/partition=0/'
+                                                   || d || '/manifest.json')::json -> 'entries') AS e
+            WHERE d LIKE 'batch=%'),
+  format('0:%s 1:%s 2:%s 3:%s 4:99999 5:%s 6:-', :id1, :id1, :id2, :id_bad, :id1),
+  'each manifest entry names the schema id of its framing');
 -- the registry down during land(): HV00N, nothing lost; the next land lands it
 \o /dev/null
 SELECT kafka_lake.produce('avro29e', 'orders29e.t', pg_temp.framed(:id_doc, pg_temp.datum('ord-5')), partition => 0);
