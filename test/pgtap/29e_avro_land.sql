@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(28);
+SELECT plan(31);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -168,5 +168,21 @@ SELECT results_eq($$SELECT run_status FROM kafka_lake.bridge('orders29e', '2026-
 SELECT results_eq($$SELECT status, revenue, orders FROM kafka_lake.orders29e_by_status
                      WHERE business_date = '2026-06-29' ORDER BY status$$,
   $$VALUES ('new'::text, -0.05::numeric, 1::bigint), ('paid', 12.30, 1)$$, 'the gold holds the Avro orders');
+
+-- a JSON Schema through the registry: a JSON contract with "framing": "confluent"
+\o /dev/null
+SELECT kl_test.broker('create json29e.t 1');
+SELECT kafka_lake.create_contract('json29e', '{"type": "object", "framing": "confluent",
+  "properties": {"a": {"type": "integer"}}, "required": ["a"]}');
+SELECT kafka_lake.create_source('json29e', 'avro29e', 'json29e.t', contract => 'json29e');
+SELECT kafka_lake.produce('avro29e', 'json29e.t', v, partition => 0)
+  FROM unnest(ARRAY[pg_temp.framed(5, convert_to('{"a": 1}', 'UTF8')), convert_to('{"a": 2}', 'UTF8')]) WITH ORDINALITY AS x(v, n)
+ ORDER BY n;
+\o
+SELECT results_eq($$SELECT records, accepted, quarantined FROM kafka_lake.land('json29e')$$,
+  $$VALUES (2, 1, 1)$$, 'a JSON contract with "framing": "confluent" judges the JSON after the 5-byte prefix');
+SELECT is((SELECT a FROM kafka_lake.json29e_events), 1::bigint, 'and the event reads back');
+SELECT alike((SELECT validation_error FROM kafka_lake.json29e_records WHERE status = 'quarantined'),
+  'not a value in Confluent''s wire format%', 'a value without the prefix is quarantined');
 
 SELECT * FROM finish();
