@@ -125,7 +125,7 @@ kl_avro_def_text(const KlAvroDef *d, const char *key)
 /*
  * kl_definition_is_avro
  *		Does the definition say "format": "avro"?  ERROR 42P17 for another
- *		format.
+ *		format (a JSON contract has none).
  */
 bool
 kl_definition_is_avro(const char *definition)
@@ -136,13 +136,13 @@ kl_definition_is_avro(const char *definition)
 	if (!kl_avro_def_read(definition, &d))
 		return false;
 	format = kl_avro_def_text(&d, "format");
-	if (format == NULL || strcmp(format, "json") == 0)
+	if (format == NULL)
 		return false;
 	if (strcmp(format, "avro") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("invalid contract definition at $.format: unknown format \"%s\"", format),
-				 errhint("A contract judges JSON (leave \"format\" out) or Avro (\"format\": \"avro\").")));
+				 errhint("A contract judges JSON (leave \"format\" out) or Avro (\"format\": \"avro\"); for JSON in Confluent's wire format say \"framing\": \"confluent\".")));
 	return true;
 }
 
