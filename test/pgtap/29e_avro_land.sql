@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(31);
+SELECT plan(33);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -65,6 +65,11 @@ SELECT alike(pg_temp.error_of($$SELECT kafka_lake.create_contract('bad29e', '{"f
   '42P17: %', 'an event_id that is no field is 42P17');
 SELECT alike(pg_temp.error_of($$SELECT kafka_lake.create_contract('bad29e', '{"format": "avro", "server": "avro29e", "subject": "no-such-value"}')$$),
   '42704: %', 'an unknown subject is 42704');
+SELECT is(kafka_lake.create_contract('inline29e', format('{"format": "avro", "schema": %s, "event_id": "order_id"}',
+                                     (SELECT schema FROM fx WHERE writer = 'v1' LIMIT 1))::json), 1,
+  'create_contract of an inline Avro schema');
+SELECT alike(pg_temp.error_of($$SELECT kafka_lake.create_contract('bad29e', '{"format": "avro", "schema": {"type": "record", "name": "r", "fields": []}, "properties": {}}')$$),
+  '42P17: invalid contract definition at $: unknown key "properties" in an Avro contract', 'JSON Schema keys are not an Avro contract''s');
 SELECT lives_ok($$SELECT kafka_lake.create_source('orders29e', 'avro29e', 'orders29e.t', contract => 'orders29e')$$,
   'create_source with the Avro contract');
 SELECT is((SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
