@@ -254,9 +254,9 @@ kl_avro_prepare_record(KlAvroLanding *al, KlRecord *r, TimestampTz deadline)
 		why = kl_avro_wire_parse((const uint8 *) r->value, r->value_len, &wire);
 	if (why != NULL)
 	{
-		r->avro_error = MemoryContextStrdup(al->cxt,
-											psprintf("not an Avro value in Confluent's wire format%s: %s",
-													 in_header ? " (header __value_schema_id)" : "", why));
+		/* in the window's memory (the current context): one per bad record */
+		r->avro_error = psprintf("not an Avro value in Confluent's wire format%s: %s",
+								 in_header ? " (header __value_schema_id)" : "", why);
 		return;
 	}
 	if (wire.magic != 0)
@@ -275,7 +275,9 @@ kl_avro_prepare_record(KlAvroLanding *al, KlRecord *r, TimestampTz deadline)
 /*
  * kl_avro_landing_prepare
  *		Before recs[0..n) are judged: the program (or the error) of each
- *		one not reused.  ERROR when the registry cannot be asked.
+ *		one not reused.  ERROR when the registry cannot be asked.  Call it
+ *		in memory that lives as long as the records' lines (the window's):
+ *		a record's own error is allocated there, a schema id's in the call's.
  */
 void
 kl_avro_landing_prepare(KlAvroLanding *al, KlRecord *recs, int n, TimestampTz deadline)

@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(33);
+SELECT plan(35);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -146,6 +146,13 @@ SELECT kl_test.registry('{"mode": "ok"}');
 SELECT results_eq($$SELECT records, accepted, quarantined FROM kafka_lake.land('orders29e')$$,
   $$VALUES (1, 1, 0)$$, 'with the registry up the next land lands it');
 SELECT is((SELECT note FROM kafka_lake.orders29e_events WHERE event_id = 'ord-5'), 'late', 'decoded with the new id''s schema');
+
+-- replay() lands the same way: an order of the second writer again is a duplicate
+SELECT kafka_lake.produce('avro29e', 'orders29e.t', pg_temp.framed(:id2, pg_temp.datum('ord-3')), partition => 0) AS off_dup \gset
+SELECT results_eq(format($$SELECT records, accepted, duplicates FROM kafka_lake.replay('orders29e', 0, %s, %s) WHERE status = 'landed'$$, :off_dup, :off_dup),
+  $$VALUES (1, 0, 1)$$, 'replay decodes too: the same order is a duplicate of its event_id');
+SELECT results_eq($$SELECT records, reused FROM kafka_lake.land('orders29e') WHERE status = 'reused'$$,
+  $$VALUES (1, 1)$$, 'and land reuses what replay landed');
 
 -- a new contract version without the rule, and readmit() with the registry down
 SELECT is(kafka_lake.create_contract('orders29e', $${
