@@ -42,6 +42,24 @@ const SCHEMAS = {
     type: 'record', name: 'order', namespace: 'shop',
     fields: [{ name: 'order_id', type: 'int' }, ...fields.slice(1)],
   },
+  // every other type and logical type, once
+  types: {
+    type: 'record', name: 't',
+    fields: [
+      { name: 'b', type: 'boolean' }, { name: 'i', type: 'int' }, { name: 'l', type: 'long' },
+      { name: 'f', type: 'float' }, { name: 'd', type: 'double' }, { name: 's', type: 'string' },
+      { name: 'by', type: 'bytes' }, { name: 'fx', type: { type: 'fixed', name: 'two', size: 2 } },
+      { name: 'u', type: { type: 'string', logicalType: 'uuid' } },
+      { name: 't', type: { type: 'int', logicalType: 'time-millis' } },
+      { name: 'lt', type: { type: 'long', logicalType: 'local-timestamp-millis' } },
+      { name: 'm', type: { type: 'map', values: 'int' } },
+      { name: 'a', type: { type: 'array', items: 'string' } },
+      { name: 'un', type: ['int', 'string'] },
+      { name: 'n3', type: ['null', 'int', 'string'] },
+      { name: 'e', type: { type: 'enum', name: 'E', symbols: ['A', 'B'] } },
+      { name: 'ne', type: ['null', { type: 'enum', name: 'F', symbols: ['X'] }] },
+    ],
+  },
 };
 
 // the underlying values of the logical types
@@ -58,7 +76,13 @@ function unscaled(text, scale) {
   else if (b[0] & 0x80) b = Buffer.concat([Buffer.from([0]), b]);
   return b;
 }
-function underlying(v) {
+function underlying(v, writer) {
+  if (writer === 'types') {
+    return {
+      ...v, by: Buffer.from(v.by, 'base64'), fx: Buffer.from(v.fx, 'base64'),
+      t: 3723123, lt: Date.parse(v.lt + 'Z'), un: { string: v.un.string }, n3: { int: v.n3.int }, ne: { F: v.ne },
+    };
+  }
   return {
     ...v,
     amount: unscaled(v.amount, 2),
@@ -76,11 +100,12 @@ const RECORDS = [
   ['ord-3', 'v2', { order_id: 'ord-3', amount: '99999999.99', channel: 'shop', ordered_at: '2026-06-30T08:00:00.000Z', day: '2026-06-30', note: null, customer: { id: 9, name: 'Cy' }, status: 'shipped' }],
   ['ord-5', 'v1', { order_id: 'ord-5', amount: '7.00', ordered_at: '2026-06-30T09:00:00.000Z', day: '2026-06-30', note: 'late', customer: { id: 7, name: 'Ann' }, status: 'new' }],
   ['bad-writer', 'bad', { order_id: 4, amount: '1.00', ordered_at: '2026-06-30T08:00:00.000Z', day: '2026-06-30', note: null, customer: { id: 9, name: 'Cy' }, status: 'new' }],
+  ['types', 'types', { b: true, i: -3, l: 1234567890123, f: 1.5, d: 0.1, s: 'héllo', by: 'AQL/', fx: 'CQg=', u: '6f1c2b9e-3a1d-4c5e-9f00-1a2b3c4d5e6f', t: '01:02:03.123', lt: '2026-06-29T10:00:00.123', m: { k: 1 }, a: ['x', 'y'], un: { string: 'z' }, n3: { int: 5 }, e: 'B', ne: 'X' }],
 ];
 
 function lines() {
   return RECORDS.map(([name, writer, value]) => {
-    const hex = typeOf(writer).toBuffer(underlying(value)).toString('hex');
+    const hex = typeOf(writer).toBuffer(underlying(value, writer)).toString('hex');
     return JSON.stringify({ name, writer, schema: SCHEMAS[writer], hex });
   }).join('\n') + '\n';
 }

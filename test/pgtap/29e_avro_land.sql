@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(35);
+SELECT plan(38);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -180,6 +180,27 @@ SELECT results_eq($$SELECT run_status FROM kafka_lake.bridge('orders29e', '2026-
 SELECT results_eq($$SELECT status, revenue, orders FROM kafka_lake.orders29e_by_status
                      WHERE business_date = '2026-06-29' ORDER BY status$$,
   $$VALUES ('new'::text, -0.05::numeric, 1::bigint), ('paid', 12.30, 1)$$, 'the gold holds the Avro orders');
+
+-- every other type, through a subject's latest version
+SELECT kl_test.registry_register('types29e-value', (SELECT schema FROM fx WHERE writer = 'types')) AS id_types \gset
+\o /dev/null
+SELECT kl_test.broker('create types29e.t 1');
+SELECT kafka_lake.create_contract('types29e', '{"format": "avro", "server": "avro29e", "subject": "types29e-value"}');
+SELECT kafka_lake.create_source('types29e', 'avro29e', 'types29e.t', contract => 'types29e');
+SELECT kafka_lake.produce('avro29e', 'types29e.t', pg_temp.framed(:id_types, pg_temp.datum('types')));
+\o
+SELECT is((SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+           FROM pg_attribute WHERE attrelid = 'kafka_lake.types29e_events'::regclass AND attnum > 9),
+  'b boolean, i integer, l bigint, f double precision, d double precision, s text, by text, fx text, u uuid, '
+  't time without time zone, lt timestamp without time zone, m jsonb, a jsonb, un jsonb, n3 jsonb, e text, ne text',
+  'each Avro type has its SQL type');
+SELECT results_eq($$SELECT records, accepted FROM kafka_lake.land('types29e')$$, $$VALUES (1, 1)$$, 'a datum of every type lands');
+SELECT results_eq($$SELECT b, i, l, f, d, s, decode(by, 'base64'), decode(fx, 'base64'), u, t, lt, m, a, un, n3, e, ne
+                      FROM kafka_lake.types29e_events$$,
+  $$VALUES (true, -3, 1234567890123::bigint, 1.5::float8, 0.1::float8, 'héllo', '\x0102ff'::bytea, '\x0908'::bytea,
+            '6f1c2b9e-3a1d-4c5e-9f00-1a2b3c4d5e6f'::uuid, '01:02:03.123'::time, '2026-06-29 10:00:00.123'::timestamp,
+            '{"k": 1}'::jsonb, '["x", "y"]'::jsonb, '{"string": "z"}'::jsonb, '{"int": 5}'::jsonb, 'B', 'X')$$,
+  'and reads back typed');
 
 -- a JSON Schema through the registry: a JSON contract with "framing": "confluent"
 \o /dev/null
