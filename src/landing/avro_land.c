@@ -13,7 +13,11 @@
  * datum is then the whole value.  Each id the call has not seen yet is
  * looked up (kl_registry_schema_by_id: kafka_lake.schemas first, then the
  * server's registry, within the call's deadline), parsed, and resolved
- * against the contract's reader schema into a program, kept for the call.
+ * against the contract's reader schema into a program.  The programs are
+ * kept by the backend (kl_avro_backend_program), keyed by the server, its
+ * registry URL, the compiled reader schema and the id, in a child of the
+ * contract's memory, so that they go when the contract is compiled again;
+ * each call also keeps the ids it met in a small list of its own.
  * What can be said of one record alone makes that record QUARANTINED, with
  * a validation_error naming the schema id and what is wrong: no or an
  * unknown magic byte, a schema GUID, an id the registry does not know (its
@@ -43,6 +47,9 @@
 #include "access/xact.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "commands/defrem.h"
+#include "common/hashfn.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -95,7 +102,8 @@ kl_avro_landing_begin(const KlContract *c, const char *server, MemoryContext cxt
  *		that carry it; every other error of the registry is the call's.
  */
 static const KlAvroProgram *
-kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, const char **error)
+kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, MemoryContext into,
+					 const char **error, bool *lasting)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -128,21 +136,23 @@ kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, con
 		CurrentResourceOwner = owner;
 		if (ed->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
 			ReThrowError(ed);
+		*lasting = false;		/* the id may be registered later */
 		*error = MemoryContextStrdup(al->cxt, ed->message);	/* "schema id 7 is not in ..." */
 		return NULL;
 	}
 	PG_END_TRY();
 
+	*lasting = true;			/* an id's schema never changes */
 	if (strcmp(type, "AVRO") != 0)
 	{
-		*error = MemoryContextStrdup(al->cxt,
+		*error = MemoryContextStrdup(into,
 									 psprintf("schema id %d is a %s schema, not an Avro one", id, type));
 		return NULL;
 	}
 
 	/* a writer schema that does not parse, or does not resolve, is the records' */
 	{
-		MemoryContext old = MemoryContextSwitchTo(al->cxt);
+		MemoryContext old = MemoryContextSwitchTo(into);
 		const KlAvroProgram *volatile program = NULL;
 		char	   *volatile why = NULL;
 
@@ -159,7 +169,7 @@ kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, con
 		{
 			ErrorData  *ed;
 
-			MemoryContextSwitchTo(al->cxt);
+			MemoryContextSwitchTo(into);
 			ed = CopyErrorData();
 			if (ed->sqlerrcode != ERRCODE_INVALID_OBJECT_DEFINITION)
 			{
@@ -173,7 +183,7 @@ kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, con
 		MemoryContextSwitchTo(old);
 		if (program == NULL)
 		{
-			*error = MemoryContextStrdup(al->cxt,
+			*error = MemoryContextStrdup(into,
 										 psprintf("schema id %d cannot be read with the schema of contract \"%s\" version %d: %s",
 												  id, al->contract->name, al->contract->version,
 												  why ? why : "unresolvable"));
@@ -181,6 +191,135 @@ kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, con
 		}
 		return program;
 	}
+}
+
+/* The backend's programs: (server, its registry URL, reader schema, id) */
+typedef struct KlAvroProgramKey
+{
+	Oid			server;
+	uint32		url_hash;
+	const void *reader;
+	int32		schema_id;
+} KlAvroProgramKey;
+
+typedef struct KlAvroProgramEntry
+{
+	KlAvroProgramKey key;
+	char	   *url;			/* the registry URL, in cxt */
+	MemoryContext cxt;			/* the program's, a child of the contract's */
+	const KlAvroProgram *program;
+	const char *error;
+} KlAvroProgramEntry;
+
+static HTAB *kl_avro_programs = NULL;
+
+/*
+ * kl_avro_program_forget
+ *		A reset callback of an entry's context: its contract's context is
+ *		going (the contract was compiled again), and the entry with it.
+ */
+static void
+kl_avro_program_forget(void *arg)
+{
+	KlAvroProgramKey *key = arg;
+
+	if (kl_avro_programs != NULL)
+		hash_search(kl_avro_programs, key, HASH_REMOVE, NULL);
+}
+
+/*
+ * kl_avro_registry_url
+ *		The server's "schema.registry.url", or "" without one.
+ */
+static const char *
+kl_avro_registry_url(ForeignServer *server)
+{
+	ListCell   *lc;
+
+	foreach(lc, server->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "schema.registry.url") == 0)
+			return defGetString(d);
+	}
+	return "";
+}
+
+/*
+ * kl_avro_backend_program
+ *		The program of schema id for the call's contract: kept by the
+ *		backend once made (a schema id's schema never changes), in memory
+ *		of the contract's own (so it goes when the contract is compiled
+ *		again), else found and resolved now.  An id the registry does not
+ *		know is not kept: it may be registered later.
+ */
+static void
+kl_avro_backend_program(KlAvroLanding *al, int32 id, TimestampTz deadline, KlAvroWriter *w)
+{
+	const char *url = kl_avro_registry_url(al->server);
+	KlAvroProgramKey key;
+	KlAvroProgramEntry *e;
+	MemoryContext cxt;
+	MemoryContextCallback *cb;
+	bool		lasting = false;
+	bool		found;
+
+	if (kl_avro_programs == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(KlAvroProgramKey);
+		ctl.entrysize = sizeof(KlAvroProgramEntry);
+		ctl.hcxt = CacheMemoryContext;
+		kl_avro_programs = hash_create("kafka_lake Avro programs", 64, &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&key, 0, sizeof(key));
+	key.server = al->server->serverid;
+	key.url_hash = hash_bytes((const unsigned char *) url, strlen(url));
+	key.reader = al->contract->avro;
+	key.schema_id = id;
+	e = hash_search(kl_avro_programs, &key, HASH_FIND, NULL);
+	if (e != NULL && strcmp(e->url, url) == 0)
+	{
+		w->program = e->program;
+		w->error = e->error;
+		return;
+	}
+
+	cxt = AllocSetContextCreate(GetMemoryChunkContext((void *) al->contract->avro),
+								"kafka_lake Avro program", ALLOCSET_SMALL_SIZES);
+	PG_TRY();
+	{
+		w->program = kl_avro_fetch_writer(al, id, deadline, cxt, &w->error, &lasting);
+	}
+	PG_CATCH();
+	{
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (!lasting)
+	{
+		if (w->error)
+			w->error = MemoryContextStrdup(al->cxt, w->error);
+		MemoryContextDelete(cxt);
+		return;
+	}
+	if (e != NULL)
+		MemoryContextDelete(e->cxt);	/* another URL: its callback removes it */
+	e = hash_search(kl_avro_programs, &key, HASH_ENTER, &found);
+	e->url = MemoryContextStrdup(cxt, url);
+	e->cxt = cxt;
+	e->program = w->program;
+	e->error = w->error;
+	cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
+	cb->func = kl_avro_program_forget;
+	cb->arg = MemoryContextAlloc(cxt, sizeof(KlAvroProgramKey));
+	memcpy(cb->arg, &key, sizeof(key));
+	MemoryContextRegisterResetCallback(cxt, cb);
 }
 
 /*
@@ -214,7 +353,7 @@ kl_avro_writer(KlAvroLanding *al, int64 id, TimestampTz deadline)
 									   psprintf("schema id %lld is out of the registry's range", (long long) id));
 	}
 	else
-		w->program = kl_avro_fetch_writer(al, (int32) id, deadline, &w->error);
+		kl_avro_backend_program(al, (int32) id, deadline, w);
 	al->nwriters++;
 	return w;
 }
