@@ -2520,8 +2520,10 @@ kl_avro_property(StringInfo out, const KlAvroNode *n, bool nullable)
 			}
 			break;
 	}
-	appendStringInfo(out, "{\"type\": %s%s%s%s",
-					 nullable ? "[\"" : "\"", type, nullable ? "\", \"null\"]" : "\"", "");
+	if (nullable)
+		appendStringInfo(out, "{\"type\": [\"%s\", \"null\"]", type);
+	else
+		appendStringInfo(out, "{\"type\": \"%s\"", type);
 	if (format)
 		appendStringInfo(out, ", \"format\": \"%s\"", format);
 	if (sql_type)
