@@ -31,10 +31,12 @@ OBJS = \
 	src/kl_catalog/catalog_exclusions.o \
 	src/kl_catalog/catalog_status.o \
 	src/kl_catalog/contract_catalog.o \
+	src/kl_catalog/avro_contract.o \
 	src/kl_catalog/locks.o \
 	src/kafka/options.o \
 	src/kafka/kafka.o \
 	src/kafka/registry.o \
+	src/landing/avro_land.o \
 	src/landing/landing_files.o \
 	src/landing/fileundo.o \
 	src/landing/source_lock.o \

@@ -585,3 +585,15 @@ COMMENT ON FUNCTION kafka_lake.registry_subject(text, text, integer, interval) I
 
 REVOKE ALL ON FUNCTION kafka_lake.registry_schema(text, integer, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION kafka_lake.registry_subject(text, text, integer, interval) FROM PUBLIC;
+
+-- avro contracts
+--
+-- create_contract() accepts {"format": "avro", "schema": <a record schema>}
+-- and {"format": "avro", "server": ..., "subject": ..., "version": ...},
+-- whose subject's schema it fetches from the server's registry and stores
+-- embedded: the C function that can reach the registry is another one.
+
+CREATE OR REPLACE FUNCTION kafka_lake.create_contract(contract text, definition json)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'kafka_lake_create_contract_1_3'
+LANGUAGE C VOLATILE;

@@ -44,7 +44,10 @@
 #include "base/args.h"
 #include "base/names.h"
 #include "bridge/bridge.h"
+#include "contract/contract_define.h"
 #include "kafka/options.h"
+#include "kafka/registry.h"
+#include "kl_catalog/avro_contract.h"
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/contract_catalog.h"
 #include "kl_catalog/locks.h"
@@ -53,6 +56,7 @@
 
 PG_FUNCTION_INFO_V1(kafka_lake_create_source);
 PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
+PG_FUNCTION_INFO_V1(kafka_lake_create_contract_1_3);
 
 /*
  * kl_check_source_names_free
@@ -216,4 +220,49 @@ kafka_lake_drop_source(PG_FUNCTION_ARGS)
 									  "drop_source(drop_landing => true)");
 
 	PG_RETURN_VOID();
+}
+
+/*
+ * kafka_lake_create_contract_1_3
+ *		create_contract(contract, definition json) returns the version.  An
+ *		Avro definition that names a registry subject ("server", "subject",
+ *		"version") instead of its schema gets the subject's schema fetched
+ *		(the caller needs USAGE on the server) and is stored with it
+ *		embedded ("schema", "schema_id", "version"), so that the version is
+ *		fixed and the contract needs no registry to be used.  Here, not in
+ *		contract_catalog.c, because the registry client is above the catalog.
+ */
+Datum
+kafka_lake_create_contract_1_3(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *definition;
+	char	   *server_name;
+	char	   *subject;
+	int32		version;
+
+	kl_check_not_null(fcinfo, 0, "contract", "Name the contract, for example orders_v1.");
+	kl_check_not_null(fcinfo, 1, "definition",
+					  "Give the definition as json, for example '{\"type\": \"object\"}'.");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	definition = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	kl_check_contract_name(name);
+	if (kl_definition_is_avro(definition) &&
+		kl_avro_definition_subject(definition, &server_name, &subject, &version))
+	{
+		ForeignServer *server = kl_get_server(server_name);
+		KlRegistrySchema *rs;
+
+		kl_check_server_usage(server);
+		rs = kl_registry_subject_version(server, subject, version,
+										 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																	 KL_REGISTRY_DEFAULT_TIMEOUT_MS));
+		if (strcmp(rs->schema_type, "AVRO") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("subject \"%s\" version %d holds a %s schema, not an Avro one",
+							subject, rs->version, rs->schema_type)));
+		definition = kl_avro_definition_embed(definition, rs->schema, rs->id, rs->version);
+	}
+	PG_RETURN_INT32(kl_catalog_create_contract(name, definition));
 }

@@ -1949,6 +1949,14 @@ kl_contract_judge(const KlContract *c, const KlJudgeInput *in, KlPool *out,
 						  len, c->max_value_bytes);
 		return kl_judge_business_date(&j, c, in, NULL, ev);
 	}
+	if (c->confluent_framing)
+	{
+		/* Confluent's wire format: magic byte 0, a 4-byte schema id, the JSON */
+		if (len < 5 || (unsigned char) value[0] != 0)
+			return "not a value in Confluent's wire format: it must start with magic byte 0 and a 4-byte schema id";
+		value += 5;
+		len -= 5;
+	}
 	if (len == 0)
 		return "empty value";
 	if (len > (size_t) c->max_value_bytes)

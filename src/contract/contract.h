@@ -194,6 +194,10 @@ typedef struct KlContract
 										 * time has no bound, or NULL */
 	const KlSchema *bad_sql_type;	/* the first field whose sql_type may not
 									 * be used, or NULL */
+	bool		confluent_framing;	/* "framing": "confluent": values start
+									 * with Confluent's 5-byte prefix */
+	const struct KlAvroSchema *avro;	/* an Avro contract: its reader schema
+										 * (format/avro.h), else NULL */
 } KlContract;
 
 /*

@@ -465,7 +465,7 @@ kl_def_number(const KlDef *d, const char *what)
 static const char *const kl_top_keys[] = {
 	"type", "properties", "required", "additionalProperties", "event_id", "business_date",
 	"schema_version", "rules", "max_value_bytes", "columns", "natural_key", "raw",
-	"title", "description", "$comment", "$schema", NULL
+	"framing", "title", "description", "$comment", "$schema", NULL
 };
 
 static const char *const kl_raw_keys[] = {
@@ -1452,6 +1452,16 @@ kl_contract_compile(const char *name, int32 version, const char *definition, siz
 
 			c->top = *top;
 		}
+	}
+	if ((k = kl_def_get(d, "framing")) != NULL)
+	{
+		char	   *f = kl_def_string(k, "framing");
+
+		if (strcmp(f, "confluent") == 0)
+			c->confluent_framing = true;
+		else if (strcmp(f, "none") != 0)
+			kl_def_fail(k, "Say \"framing\": \"confluent\" for values in Confluent's wire format (a JSON Schema through the registry), or leave it out.",
+						"unknown framing \"%s\"", f);
 	}
 	if ((k = kl_def_get(d, "max_value_bytes")) != NULL)
 	{

@@ -2420,6 +2420,170 @@ kl_avro_schema_type_name(const KlAvroSchema *schema)
 }
 
 /* ----------------------------------------------------------------
+ * a reader schema as a contract's properties (backend)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * kl_avro_property
+ *		The JSON contract property that admits what the decoder writes for
+ *		a value of type n: its JSON type (and null when nullable), and the
+ *		format, enum and sql_type that make its column the SQL type the
+ *		Avro type means (docs/contracts.md, "Avro").
+ */
+static void
+kl_avro_property(StringInfo out, const KlAvroNode *n, bool nullable)
+{
+	const char *type = NULL;
+	const char *format = NULL;
+	const char *sql_type = NULL;
+	char		decimal[64];
+
+	/* ["null", T] and [T, "null"] are T, nullable */
+	if (n->type == KL_AVRO_UNION && n->nbranches == 2 &&
+		(n->branches[0]->type == KL_AVRO_NULL) != (n->branches[1]->type == KL_AVRO_NULL))
+	{
+		kl_avro_property(out, n->branches[n->branches[0]->type == KL_AVRO_NULL ? 1 : 0], true);
+		return;
+	}
+	switch (n->type)
+	{
+		case KL_AVRO_NULL:
+			appendStringInfoString(out, "{\"type\": \"null\", \"sql_type\": \"text\"}");
+			return;
+		case KL_AVRO_BOOLEAN:
+			type = "boolean";
+			break;
+		case KL_AVRO_INT:
+		case KL_AVRO_LONG:
+			if (n->logical == KL_AVRO_LT_DATE)
+				type = "string", format = "date";
+			else if (n->logical == KL_AVRO_LT_TIME_MILLIS || n->logical == KL_AVRO_LT_TIME_MICROS)
+				type = "string", sql_type = "time without time zone";
+			else if (n->logical == KL_AVRO_LT_TIMESTAMP_MILLIS ||
+					 n->logical == KL_AVRO_LT_TIMESTAMP_MICROS)
+				type = "string", format = "date-time";
+			else if (n->logical == KL_AVRO_LT_LOCAL_TIMESTAMP_MILLIS ||
+					 n->logical == KL_AVRO_LT_LOCAL_TIMESTAMP_MICROS)
+				type = "string", sql_type = "timestamp without time zone";
+			else
+				type = "integer", sql_type = n->type == KL_AVRO_INT ? "integer" : "bigint";
+			break;
+		case KL_AVRO_FLOAT:
+		case KL_AVRO_DOUBLE:
+			type = "number", sql_type = "double precision";
+			break;
+		case KL_AVRO_BYTES:
+		case KL_AVRO_FIXED:
+			if (n->logical == KL_AVRO_LT_DECIMAL)
+			{
+				snprintf(decimal, sizeof(decimal), "numeric(%d,%d)", n->precision, n->scale);
+				type = "number", sql_type = n->precision <= 1000 ? decimal : "numeric";
+			}
+			else if (n->logical == KL_AVRO_LT_UUID)
+				type = "string", sql_type = "uuid";
+			else
+				type = "string";
+			break;
+		case KL_AVRO_STRING:
+			type = "string";
+			if (n->logical == KL_AVRO_LT_UUID)
+				sql_type = "uuid";
+			break;
+		case KL_AVRO_ENUM:
+			appendStringInfoString(out, "{\"type\": ");
+			appendStringInfoString(out, nullable ? "[\"string\", \"null\"]" : "\"string\"");
+			appendStringInfoString(out, ", \"enum\": [");
+			for (int i = 0; i < n->nsymbols; i++)
+			{
+				if (i > 0)
+					appendStringInfoString(out, ", ");
+				kl_json_append_string(out, n->symbols[i], strlen(n->symbols[i]));
+			}
+			if (nullable)
+				appendStringInfoString(out, ", null");
+			appendStringInfoString(out, "]}");
+			return;
+		case KL_AVRO_ARRAY:
+			type = "array", sql_type = "jsonb";
+			break;
+		case KL_AVRO_RECORD:
+		case KL_AVRO_MAP:
+		case KL_AVRO_UNION:
+			type = "object", sql_type = "jsonb";
+			/* a union's null branch is written as null */
+			if (n->type == KL_AVRO_UNION)
+			{
+				for (int i = 0; i < n->nbranches; i++)
+					if (n->branches[i]->type == KL_AVRO_NULL)
+						nullable = true;
+			}
+			break;
+	}
+	if (nullable)
+		appendStringInfo(out, "{\"type\": [\"%s\", \"null\"]", type);
+	else
+		appendStringInfo(out, "{\"type\": \"%s\"", type);
+	if (format)
+		appendStringInfo(out, ", \"format\": \"%s\"", format);
+	if (sql_type)
+		appendStringInfo(out, ", \"sql_type\": \"%s\"", sql_type);
+	appendStringInfoChar(out, '}');
+}
+
+/*
+ * kl_avro_schema_properties
+ *		A record schema's fields as a JSON contract's members "properties"
+ *		and "required" (every reader field is in every decoded datum, so
+ *		each is required; a nullable one admits null), without the braces
+ *		around them.  normalize_of(field) gives a field's "normalize" list
+ *		as JSON text, or NULL.  ERROR 42P17 when the schema is no record.
+ */
+void
+kl_avro_schema_properties(const KlAvroSchema *schema, StringInfo out,
+						  const char *(*normalize_of) (const char *field, void *arg),
+						  void *arg)
+{
+	const KlAvroNode *root = schema->root;
+
+	if (root->type != KL_AVRO_RECORD)
+		kl_avro_schema_fail("$", "An Avro contract reads records: {\"type\": \"record\", \"name\": \"order\", \"fields\": [...]}.",
+							"a contract's schema must be a record, not %s",
+							kl_avro_node_type_name(root));
+	appendStringInfoString(out, "\"properties\": {");
+	for (int i = 0; i < root->nfields; i++)
+	{
+		const KlAvroField *f = &root->fields[i];
+		const char *norm = normalize_of ? normalize_of(f->name, arg) : NULL;
+
+		if (i > 0)
+			appendStringInfoString(out, ", ");
+		kl_json_append_string(out, f->name, strlen(f->name));
+		appendStringInfoString(out, ": ");
+		if (norm != NULL)
+		{
+			/* splice "normalize" into the property's object */
+			StringInfoData prop;
+
+			initStringInfo(&prop);
+			kl_avro_property(&prop, f->type, false);
+			prop.data[--prop.len] = '\0';
+			appendStringInfo(out, "%s, \"normalize\": %s}", prop.data, norm);
+		}
+		else
+			kl_avro_property(out, f->type, false);
+	}
+	appendStringInfoString(out, "}, \"required\": [");
+	for (int i = 0; i < root->nfields; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(out, ", ");
+		kl_json_append_string(out, root->fields[i].name, strlen(root->fields[i].name));
+	}
+	appendStringInfoChar(out, ']');
+}
+
+/* ----------------------------------------------------------------
  * resolution (backend)
  * ----------------------------------------------------------------
  */

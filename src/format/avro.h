@@ -75,6 +75,9 @@ typedef struct KlAvroWire
 /* in avro.c: schemas and resolution (backend) */
 extern KlAvroSchema *kl_avro_schema_parse(const char *json, size_t len);
 extern const char *kl_avro_schema_type_name(const KlAvroSchema *schema);
+extern void kl_avro_schema_properties(const KlAvroSchema *schema, struct StringInfoData *out,
+									  const char *(*normalize_of) (const char *field, void *arg),
+									  void *arg);
 extern KlAvroProgram *kl_avro_resolve(const KlAvroSchema *writer,
 									  const KlAvroSchema *reader,
 									  char **error);

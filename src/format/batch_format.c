@@ -677,6 +677,12 @@ kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_js
 	kl_json_append_int64(out, r->offset);
 	appendStringInfoString(out, ", \"partition\": ");
 	kl_json_append_int64(out, partition);
+	if (r->avro_payload != NULL)
+	{
+		/* an Avro record: the writer schema id it was framed with */
+		appendStringInfoString(out, ", \"schema_id\": ");
+		kl_json_append_int64(out, r->schema_id);
+	}
 	appendStringInfoString(out, ", \"status\": \"");
 	appendStringInfoString(out, r->status == KL_STATUS_ACCEPTED ? "accepted" :
 						   r->status == KL_STATUS_DUPLICATE ? "duplicate_event_id" : "quarantined");
@@ -826,6 +832,8 @@ kl_manifest_parse_entry(const KlJsonValue *obj, KlRecord *r, const char *path)
 		}
 		else if (KEY_IS(k, "timestamp_ms") && v.type != KL_JSON_NULL)
 			r->timestamp_ms = kl_manifest_int(&v, path, "timestamp_ms");
+		else if (KEY_IS(k, "schema_id"))
+			r->schema_id = kl_manifest_int(&v, path, "schema_id");
 	}
 	if (it.error)
 		ereport(ERROR,

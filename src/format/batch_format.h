@@ -71,6 +71,12 @@ typedef struct KlRecord
 	const char *validation_error;	/* quarantined */
 	int32		dup_partition;	/* duplicates: where the event was accepted */
 	int64		dup_offset;
+	/* an Avro contract's (landing/avro_land.c), set before judging */
+	int64		schema_id;		/* the writer's schema id, -1: none */
+	const struct KlAvroProgram *avro_program;	/* the writer resolved, or NULL */
+	const char *avro_error;		/* or why the value cannot be decoded */
+	const char *avro_payload;	/* the datum after the framing */
+	size_t		avro_payload_len;
 } KlRecord;
 
 /* One checked file of a batch */

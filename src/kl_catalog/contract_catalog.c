@@ -72,6 +72,7 @@
 #include "contract/contract_define.h"
 #include "format/batch_format.h"
 #include "kl_catalog/catalog.h"
+#include "kl_catalog/avro_contract.h"
 #include "kl_catalog/contract_catalog.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_create_contract);
@@ -170,8 +171,11 @@ kl_cached_contract(const char *name, int32 version, const char *definition, bool
 												  ALLOCSET_SMALL_SIZES);
 
 		e->cxt = cxt;
-		e->contract = kl_contract_compile(name, version, definition, strlen(definition),
-										  builtin, cxt);
+		if (!builtin && kl_definition_is_avro(definition))
+			e->contract = kl_avro_contract_compile(name, version, definition, false, cxt);
+		else
+			e->contract = kl_contract_compile(name, version, definition, strlen(definition),
+											  builtin, cxt);
 	}
 	PG_CATCH();
 	{
@@ -239,14 +243,27 @@ kl_source_contract(const KlSource *src)
 
 /*
  * kafka_lake_create_contract
- *		create_contract(contract, definition json) returns the version.
+ *		create_contract(contract, definition json) returns the version
+ *		(1.1 to 1.2; 1.3's is source.c's, which resolves a registry
+ *		subject first).
  */
 Datum
 kafka_lake_create_contract(PG_FUNCTION_ARGS)
 {
-	char	   *name;
-	text	   *def;
-	char	   *definition;
+	kl_check_not_null(fcinfo, 0, "contract", "Name the contract, for example orders_v1.");
+	kl_check_not_null(fcinfo, 1, "definition",
+					  "Give the definition as json, for example '{\"type\": \"object\"}'.");
+	PG_RETURN_INT32(kl_catalog_create_contract(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+											   text_to_cstring(PG_GETARG_TEXT_PP(1))));
+}
+
+/*
+ * kl_catalog_create_contract
+ *		Check a definition and store it; returns its version.
+ */
+int32
+kl_catalog_create_contract(const char *name, const char *definition)
+{
 	char	   *normalized;
 	KlCatalogSave cs;
 	Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
@@ -254,12 +271,6 @@ kafka_lake_create_contract(PG_FUNCTION_ARGS)
 	int32		version = 1;
 	MemoryContext check_cxt;
 
-	kl_check_not_null(fcinfo, 0, "contract", "Name the contract, for example orders_v1.");
-	kl_check_not_null(fcinfo, 1, "definition",
-					  "Give the definition as json, for example '{\"type\": \"object\"}'.");
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	def = PG_GETARG_TEXT_PP(1);
-	definition = text_to_cstring(def);
 	kl_check_contract_name(name);
 	if (kl_builtin_definition(name) != NULL)
 		ereport(ERROR,
@@ -275,7 +286,10 @@ kafka_lake_create_contract(PG_FUNCTION_ARGS)
 	/* check it (every error names the bad key), then forget the compiled form */
 	check_cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake contract check",
 									  ALLOCSET_DEFAULT_SIZES);
-	kl_contract_check(name, definition, check_cxt);
+	if (kl_definition_is_avro(definition))
+		(void) kl_avro_contract_compile(name, 1, definition, true, check_cxt);
+	else
+		kl_contract_check(name, definition, check_cxt);
 	MemoryContextDelete(check_cxt);
 	normalized = kl_contract_normalize(definition, strlen(definition));
 
@@ -305,7 +319,7 @@ kafka_lake_create_contract(PG_FUNCTION_ARGS)
 			if (strcmp(kl_contract_normalize(stored, strlen(stored)), normalized) == 0)
 			{
 				kl_catalog_end(cs);
-				PG_RETURN_INT32(latest);
+				return latest;
 			}
 			version = latest + 1;
 		}
@@ -316,7 +330,7 @@ kafka_lake_create_contract(PG_FUNCTION_ARGS)
 		   " VALUES ($1, $2, $3::json, false)",
 		   3, types, values, NULL, false, SPI_OK_INSERT);
 	kl_catalog_end(cs);
-	PG_RETURN_INT32(version);
+	return version;
 }
 
 /* ----------------------------------------------------------------

@@ -27,6 +27,7 @@
 #define KL_READS_ALL		0x7F
 
 extern bool kl_catalog_has_contracts(void);
+extern int32 kl_catalog_create_contract(const char *name, const char *definition);
 extern const KlContract *kl_contract_get(const char *name, int32 version);
 extern const KlContract *kl_source_contract(const KlSource *src);
 extern void kl_create_events_table(const char *source, const char *server, const KlContract *c);

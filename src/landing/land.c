@@ -171,6 +171,7 @@
 #include "kl_catalog/catalog_status.h"
 #include "kl_catalog/contract_catalog.h"
 #include "kl_catalog/locks.h"
+#include "landing/avro_land.h"
 #include "landing/land.h"
 #include "landing/land_worker.h"
 #include "landing/landing_files.h"
@@ -198,6 +199,7 @@ typedef struct KlLandCall
 	TupleDesc	desc;
 	MemoryContext window_cxt;	/* reset per window */
 	const KlContract *contract; /* what judges the records */
+	KlAvroLanding *avro;		/* an Avro contract's writer programs, or NULL */
 	KlPool    *events;			/* the window's events and reasons */
 	KlPool    *scratch;		/* a record's judgement */
 	KlPool    *w_events;		/* the same two for the helper thread's half */
@@ -269,6 +271,7 @@ typedef struct KlJudgeJob
 	int			failed_at;		/* record whose judgement ran out of memory */
 	TimestampTz deadline;		/* on the backend, with patterns: the call's */
 	int			judged;			/* records judged (n, or fewer at the deadline) */
+	KlAvroOut  *avro_out;		/* an Avro contract: this thread's decoded value */
 } KlJudgeJob;
 
 /*
@@ -688,7 +691,12 @@ kl_judge_job(void *arg, const volatile bool *cancel)
 		in.timestamp_ms = r->timestamp_ms;
 		in.headers = r->headers;
 		in.nheaders = r->nheaders;
-		reason = kl_contract_judge(job->contract, &in, job->events, job->scratch, &r->event);
+		reason = NULL;
+		if (job->contract->avro != NULL)
+			reason = kl_avro_record_value(job->contract, r, job->avro_out, job->events,
+										  &in.value, &in.value_len);
+		if (reason == NULL)
+			reason = kl_contract_judge(job->contract, &in, job->events, job->scratch, &r->event);
 		if (reason == kl_judge_out_of_memory)
 		{
 			job->failed_at = i;
@@ -714,6 +722,7 @@ static int
 kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 {
 	static void *sha[2];
+	static KlAvroOut avro_out[2];	/* malloc'd, kept across windows */
 	KlJudgeJob	jobs[2];
 	int			half = (call->split_judging && n >= 256) ? n / 2 : n;
 
@@ -735,6 +744,7 @@ kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 		jobs[t].failed_at = -1;
 		jobs[t].deadline = call->split_judging ? 0 : call->deadline;
 		jobs[t].judged = 0;
+		jobs[t].avro_out = &avro_out[t];
 	}
 
 	if (jobs[1].n > 0)
@@ -958,6 +968,8 @@ kl_process_window(KlLandCall *call)
 				recs[i].status = KL_STATUS_REUSED;
 		}
 	}
+	if (call->avro != NULL)
+		kl_avro_landing_prepare(call->avro, recs, n, call->deadline);
 	judged = kl_judge_window(call, recs, n);
 	if (judged < n)
 	{
@@ -1125,6 +1137,9 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	call->committed = -1;
 	call->contract = kl_source_contract(call->src);
 	kl_contract_judgeable(call->contract);
+	if (call->contract->avro != NULL)
+		call->avro = kl_avro_landing_begin(call->contract, call->src->server,
+										   CurrentMemoryContext);
 	call->events = kl_pool_create(CurrentMemoryContext, 4 * 1024 * 1024);
 	call->scratch = kl_pool_create(CurrentMemoryContext, 256 * 1024);
 	call->w_events = kl_pool_create(CurrentMemoryContext, 4 * 1024 * 1024);

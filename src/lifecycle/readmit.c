@@ -57,6 +57,7 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "base/compat.h"
@@ -66,7 +67,9 @@
 #include "format/batch_format.h"
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/contract_catalog.h"
+#include "kafka/registry.h"
 #include "kl_catalog/locks.h"
+#include "landing/avro_land.h"
 #include "landing/batch_read.h"
 #include "landing/landing_files.h"
 #include "landing/recover.h"
@@ -79,6 +82,7 @@ typedef struct KlReadmit
 {
 	KlSource   *src;
 	const KlContract *contract;
+	KlAvroLanding *avro;		/* an Avro contract's writer programs, or NULL */
 	KlPool	   *events;
 	KlPool	   *scratch;
 	Tuplestorestate *out;
@@ -294,7 +298,11 @@ kl_readmit_batch(KlReadmit *rc, const KlBatch *b)
 					 errdetail("Its key and value do not have the fingerprint the catalog recorded for the coordinate."),
 					 errhint("Run kafka_lake.verify('%s'), which says what to do.", src->source)));
 		judged++;
-		if (kl_judge_record(rc->contract, r, rc->events, rc->scratch) != NULL)
+		if (rc->avro != NULL ?
+			kl_avro_judge_record(rc->avro, r, rc->events, rc->scratch,
+								 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															 KL_REGISTRY_DEFAULT_TIMEOUT_MS)) != NULL :
+			kl_judge_record(rc->contract, r, rc->events, rc->scratch) != NULL)
 			continue;			/* still refused: it stays as it is */
 		r->status = KL_STATUS_ACCEPTED;
 		n++;
@@ -467,6 +475,8 @@ kafka_lake_readmit(PG_FUNCTION_ARGS)
 	kl_source_lock(rc.src);
 	rc.contract = kl_source_contract(rc.src);
 	kl_contract_judgeable(rc.contract);
+	if (rc.contract->avro != NULL)
+		rc.avro = kl_avro_landing_begin(rc.contract, rc.src->server, CurrentMemoryContext);
 	rc.events = kl_pool_create(CurrentMemoryContext, 1024 * 1024);
 	rc.scratch = kl_pool_create(CurrentMemoryContext, 256 * 1024);
 	kl_init_materialized_srf(fcinfo);

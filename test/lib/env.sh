@@ -64,7 +64,8 @@ kl_build_install() {
 	export KL_BROKER
 }
 
-# kl_avro_fixtures: test 29b decodes test/fixtures/avro/cases.jsonl, which
+# kl_avro_fixtures: test 29b decodes test/fixtures/avro/cases.jsonl (and test
+# 29e lands test/fixtures/avro/orders.jsonl, which test/avro/encode.js writes), which
 # test/avro/generate.js writes with avsc (npm), an independent Avro
 # implementation.  When node and npm are there, install avsc if it is
 # missing (into test/avro/node_modules, never committed) and check that the
@@ -81,7 +82,7 @@ kl_avro_fixtures() {
 		(cd "$dir" && npm install --no-audit --no-fund --silent >/dev/null) ||
 			{ kl_log "npm install failed: test 29b uses the committed Avro fixtures"; return 0; }
 	fi
-	node "$dir/generate.js" --check >&2
+	node "$dir/generate.js" --check >&2 && node "$dir/encode.js" --check >&2
 }
 
 # kl_free_port: a TCP port nobody listens on, from 55000 up.
