@@ -1110,6 +1110,38 @@ RegisterSubXactCallback(SubXactCallback callback, void *arg)
 }
 
 /* ----------------------------------------------------------------
+ *		Lists (avro.c's named types and records)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * lappend
+ *		Append a pointer to a list, as pg_list.h's contract says: NIL is the
+ *		empty list, a new list is made in the current context and grows in
+ *		its own.  The cells are a separate array (never the List's
+ *		initial_elements), so growing is a repalloc.
+ */
+List *
+lappend(List *list, void *datum)
+{
+	if (list == NIL)
+	{
+		list = palloc(sizeof(List));
+		list->type = T_List;
+		list->length = 0;
+		list->max_length = 8;
+		list->elements = palloc(8 * sizeof(ListCell));
+	}
+	else if (list->length == list->max_length)
+	{
+		list->max_length *= 2;
+		list->elements = repalloc(list->elements, list->max_length * sizeof(ListCell));
+	}
+	list->elements[list->length++].ptr_value = datum;
+	return list;
+}
+
+/* ----------------------------------------------------------------
  *		Unreachable from the fuzz targets
  * ----------------------------------------------------------------
  */
@@ -1147,4 +1179,61 @@ text *
 cstring_to_text(const char *s)
 {
 	SHIM_UNREACHABLE("cstring_to_text");
+}
+
+/* avro.c's SQL functions (avro_decode, avro_frame), never called here */
+
+MemoryContext
+AllocSetContextCreateInternal(MemoryContext parent, const char *name, Size minContextSize,
+							  Size initBlockSize, Size maxBlockSize)
+{
+	SHIM_UNREACHABLE("AllocSetContextCreateInternal");
+}
+
+void
+MemoryContextReset(MemoryContext context)
+{
+	SHIM_UNREACHABLE("MemoryContextReset");
+}
+
+TupleDesc
+BlessTupleDesc(TupleDesc tupdesc)
+{
+	SHIM_UNREACHABLE("BlessTupleDesc");
+}
+
+Datum
+HeapTupleHeaderGetDatum(HeapTupleHeader tuple)
+{
+	SHIM_UNREACHABLE("HeapTupleHeaderGetDatum");
+}
+
+HeapTuple
+heap_form_tuple(TupleDesc tupleDescriptor, Datum *values, bool *isnull)
+{
+	SHIM_UNREACHABLE("heap_form_tuple");
+}
+
+TypeFuncClass
+get_call_result_type(FunctionCallInfo fcinfo, Oid *resultTypeId, TupleDesc *resultTupleDesc)
+{
+	SHIM_UNREACHABLE("get_call_result_type");
+}
+
+text *
+cstring_to_text_with_len(const char *s, int len)
+{
+	SHIM_UNREACHABLE("cstring_to_text_with_len");
+}
+
+struct varlena *
+pg_detoast_datum_copy(struct varlena *datum)
+{
+	SHIM_UNREACHABLE("pg_detoast_datum_copy");
+}
+
+struct varlena *
+pg_detoast_datum_packed(struct varlena *datum)
+{
+	SHIM_UNREACHABLE("pg_detoast_datum_packed");
 }

@@ -346,22 +346,32 @@ kl_avro_path_index(KlAvroError *err, int64 i)
 
 /*
  * kl_avro_grow
- *		Make room for n more bytes (and a NUL) in the output, within its
- *		limit.
+ *		Make room for n more bytes (and a NUL) in the output.
+ *
+ * n may be a worst case (a string's escaping, an integer's digits), so the
+ * buffer may hold up to KL_AVRO_OUT_SLACK bytes past the limit: the limit
+ * is on the text written, which kl_avro_decode checks at the end; here it
+ * only bounds the memory (and so the work) of a datum that would exceed
+ * it.  What is in the buffer is never more than the text the datum
+ * decodes to (record fields decoded in the writer's order are moved, not
+ * copied: kl_avro_record), so a datum whose text fits the limit never
+ * fails here.
  */
 static pg_noinline bool
 kl_avro_grow(KlAvroReader *r, size_t n)
 {
 	KlAvroOut  *o = r->out;
-	size_t		need = o->len + n + 1;
+	size_t		most = o->limit + 1 + KL_AVRO_OUT_SLACK;
+	size_t		need;
 	size_t		cap;
 	char	   *data;
 
-	if (n > o->limit || need > o->limit + 1)
+	if (n > most || o->len > most - n - 1)
 		return kl_avro_fail(r, "the decoded value exceeds the size limit");
+	need = o->len + n + 1;
 	cap = Max(o->cap * 2, 1024);
 	cap = Max(cap, need);
-	cap = Min(cap, o->limit + 1);
+	cap = Min(cap, most);
 	data = realloc(o->data, cap);
 	if (data == NULL)
 		return kl_avro_fail(r, "out of memory");
@@ -805,11 +815,42 @@ kl_avro_put_base64(KlAvroReader *r, const uint8 *s, size_t len)
 static inline bool
 kl_avro_put_string(KlAvroReader *r, const uint8 *at, const uint8 *s, size_t len)
 {
+	KlAvroOut  *o = r->out;
+	bool		first = true;
+
 	if (!kl_utf8_valid((const char *) s, len))
 		return kl_avro_fail_at(r, at, "a string that is not valid UTF-8");
-	if (!kl_avro_reserve(r, KL_JSON_ESCAPED_MAX(len)))
-		return false;
-	r->out->len += kl_json_escape_to(r->out->data + r->out->len, (const char *) s, len);
+
+	/*
+	 * Escaped in pieces of at most KL_AVRO_STRING_PIECE bytes, cut between
+	 * characters, so that what is reserved past the text (the worst case of
+	 * escaping) stays within KL_AVRO_OUT_SLACK: a long string whose escaped
+	 * text fits the limit is never refused for its worst case.  Each piece
+	 * after the first is written over the closing quote before it, and its
+	 * own opening quote removed.
+	 */
+	do
+	{
+		size_t		n = Min(len, KL_AVRO_STRING_PIECE);
+		size_t		at_out;
+		size_t		w;
+
+		while (n < len && (s[n] & 0xC0) == 0x80)
+			n--;
+		if (!kl_avro_reserve(r, KL_JSON_ESCAPED_MAX(n)))
+			return false;
+		at_out = first ? o->len : o->len - 1;
+		w = kl_json_escape_to(o->data + at_out, (const char *) s, n);
+		if (!first)
+		{
+			memmove(o->data + at_out, o->data + at_out + 1, w - 1);
+			w--;
+		}
+		o->len = at_out + w;
+		s += n;
+		len -= n;
+		first = false;
+	} while (len > 0);
 	return true;
 }
 
@@ -934,7 +975,6 @@ kl_avro_record(KlAvroReader *r, const KlAvroProg *prog)
 		size_t		start = o->len - 1;
 		size_t		base = o->nspans;
 		size_t		total;
-		size_t		dst;
 		char	   *p;
 
 		if (o->spans_cap - o->nspans < (size_t) prog->nreader * 2)
@@ -968,10 +1008,22 @@ kl_avro_record(KlAvroReader *r, const KlAvroProg *prog)
 		for (int k = 0; k < prog->nreader; k++)
 			total += (k > 0 ? 2 : 0) + prog->keylens[k] +
 				(prog->defaults[k] ? prog->defaultlens[k] : o->spans[base + 2 * k + 1]);
-		if (!kl_avro_reserve(r, total))
-			return false;
-		dst = o->len;
-		p = o->data + dst;
+		/*
+		 * The reader's order is built in the scratch buffer and moved back
+		 * over the writer's: the output buffer never holds a record twice
+		 * (see kl_avro_grow).
+		 */
+		if (o->scratch_cap < total)
+		{
+			size_t		cap = Max(o->scratch_cap * 2, Max(total, 1024));
+			char	   *scratch = realloc(o->scratch, cap);
+
+			if (scratch == NULL)
+				return kl_avro_fail(r, "out of memory");
+			o->scratch = scratch;
+			o->scratch_cap = cap;
+		}
+		p = o->scratch;
 		*p++ = '{';
 		for (int k = 0; k < prog->nreader; k++)
 		{
@@ -994,9 +1046,10 @@ kl_avro_record(KlAvroReader *r, const KlAvroProg *prog)
 			}
 		}
 		*p++ = '}';
-		memmove(o->data + start, o->data + dst, total);
-		o->len = start + total;
+		o->len = start;
 		o->nspans = base;
+		if (!kl_avro_put(r, o->scratch, total))
+			return false;
 		r->depth--;
 		return true;
 	}
@@ -1360,6 +1413,8 @@ kl_avro_decode(const KlAvroProgram *program, const uint8 *data, size_t len,
 		return false;
 	if (r.p != r.end)
 		return kl_avro_fail(&r, "bytes left after the end of the datum");
+	if (out->len > out->limit)
+		return kl_avro_fail(&r, "the decoded value exceeds the size limit");
 	if (!kl_avro_reserve(&r, 0))
 		return false;
 	out->data[out->len] = '\0';
@@ -1401,8 +1456,11 @@ kl_avro_out_free(KlAvroOut *out)
 {
 	free(out->data);
 	free(out->spans);
+	free(out->scratch);
 	out->data = NULL;
 	out->spans = NULL;
+	out->scratch = NULL;
+	out->scratch_cap = 0;
 	out->len = out->cap = 0;
 	out->nspans = out->spans_cap = 0;
 }

@@ -32,6 +32,15 @@
 /* the decoded text a datum may grow to unless the caller says otherwise */
 #define KL_AVRO_DEFAULT_MAX_OUT	((size_t) 64 * 1024 * 1024)
 
+/*
+ * The output buffer may exceed the limit by this much while a value is
+ * written (what is reserved for the worst case of a string piece of
+ * KL_AVRO_STRING_PIECE bytes, escaped, or of an integer's digits); the text
+ * never does.
+ */
+#define KL_AVRO_STRING_PIECE	4096
+#define KL_AVRO_OUT_SLACK		(KL_AVRO_STRING_PIECE * 6 + 64)
+
 typedef struct KlAvroSchema KlAvroSchema;	/* a compiled schema */
 typedef struct KlAvroProgram KlAvroProgram; /* a resolved (writer, reader) pair */
 
@@ -50,6 +59,8 @@ typedef struct KlAvroOut
 	size_t	   *spans;			/* scratch: reordered record fields */
 	size_t		nspans;			/* spans in use */
 	size_t		spans_cap;		/* spans allocated */
+	char	   *scratch;		/* scratch: a record in the reader's order */
+	size_t		scratch_cap;	/* scratch allocated */
 } KlAvroOut;
 
 /* Why a decode failed: "field \"a.b[2]\" at byte 17: <what>" */
