@@ -67,7 +67,8 @@
  * negative count brings its block's byte size, checked the same way),
  * nesting is bounded (KL_AVRO_MAX_DEPTH), and the text written is bounded
  * (KlAvroOut.limit): an array of a billion empty records costs a few bytes
- * of input, never more than the limit of output.  Bytes left after the
+ * of input, never more than the limit of output text (the buffer holds at
+ * most KL_AVRO_OUT_SLACK bytes more while a value is written).  Bytes left after the
  * datum are an error, and so is a string that is not UTF-8.
  *
  * IDENTIFICATION
