@@ -1147,9 +1147,12 @@ kl_escaped_key_is(const char *start, size_t len, const char *name, int namelen)
 
 /*
  * kl_line_parse_strict
- *		kl_line_parse with the strict reader from the first byte: every
- *		member read on the way is validated.  The fallback of the fast path,
- *		and the one place that reports what is wrong with a line.
+ *		kl_line_parse with the strict reader from the first byte: the line
+ *		must be valid JSON, and every member asked for is validated (the
+ *		first "event" and "kafka" when they are asked for; one not asked
+ *		for, or a second one, is JSON and nothing more, as for the fast
+ *		path, so that the two read every line alike).  The fallback of the
+ *		fast path, and the one place that reports what is wrong with a line.
  */
 static void
 kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
@@ -1175,7 +1178,7 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 		}
 		else if (KEY_IS(k, "event_id"))
 			line->event_id = v;	/* the line's own only beside business_date */
-		else if (KEY_IS(k, "event"))
+		else if (KEY_IS(k, "event") && need_event)
 		{
 			KlJsonReader eit;
 			KlJsonValue ek;
@@ -1208,7 +1211,7 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 			}
 			need_event = false;
 		}
-		else if (KEY_IS(k, "kafka"))
+		else if (KEY_IS(k, "kafka") && need_kafka)
 		{
 			KlJsonReader kit;
 			KlJsonValue kk;
