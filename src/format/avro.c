@@ -2064,6 +2064,10 @@ kl_avro_parse_node(KlAvroParse *cx, const KlAvroJson *j, const char *ns)
 		return kl_avro_reference(cx, j, j->str, ns);
 	if (j->type == KL_JSON_ARRAY)
 	{
+		/* a union without a branch holds no value: no datum could be read */
+		if (j->n == 0)
+			kl_avro_schema_fail(j->path, "List the union's types, for example [\"null\", \"string\"].",
+								"a union needs at least one type");
 		n = palloc0(sizeof(KlAvroNode));
 		n->type = KL_AVRO_UNION;
 		n->default_symbol = -1;
