@@ -1556,6 +1556,29 @@ typedef struct KlAvroParse
 } KlAvroParse;
 
 /*
+ * kl_avro_append_va
+ *		Append fmt with args to msg, growing it as needed.
+ */
+static void kl_avro_append_va(StringInfo msg, const char *fmt, va_list args) pg_attribute_printf(2, 0);
+
+static void
+kl_avro_append_va(StringInfo msg, const char *fmt, va_list args)
+{
+	for (;;)
+	{
+		va_list		copy;
+		int			needed;
+
+		va_copy(copy, args);
+		needed = appendStringInfoVA(msg, fmt, copy);
+		va_end(copy);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(msg, needed);
+	}
+}
+
+/*
  * kl_avro_schema_fail
  *		ERROR 42P17 at a place of the schema.
  */
@@ -1567,17 +1590,12 @@ kl_avro_schema_fail(const char *path, const char *hint, const char *fmt,...)
 	StringInfoData msg;
 
 	initStringInfo(&msg);
-	for (;;)
 	{
 		va_list		args;
-		int			needed;
 
 		va_start(args, fmt);
-		needed = appendStringInfoVA(&msg, fmt, args);
+		kl_avro_append_va(&msg, fmt, args);
 		va_end(args);
-		if (needed == 0)
-			break;
-		enlargeStringInfo(&msg, needed);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
@@ -2681,17 +2699,12 @@ kl_avro_unresolvable(KlAvroResolve *cx, const char *path, const char *fmt,...)
 	initStringInfo(&msg);
 	if (path && *path)
 		appendStringInfo(&msg, "field \"%s\": ", path);
-	for (;;)
 	{
 		va_list		args;
-		int			needed;
 
 		va_start(args, fmt);
-		needed = appendStringInfoVA(&msg, fmt, args);
+		kl_avro_append_va(&msg, fmt, args);
 		va_end(args);
-		if (needed == 0)
-			break;
-		enlargeStringInfo(&msg, needed);
 	}
 	cx->error = msg.data;
 	return NULL;
