@@ -181,6 +181,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		KlJsonReader r;
 		KlJsonValue v;
 
+		a.method = "GET";
 		a.status = 200;
 		a.body = body;
 		a.len = size - 1;

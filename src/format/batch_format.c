@@ -677,9 +677,9 @@ kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_js
 	kl_json_append_int64(out, r->offset);
 	appendStringInfoString(out, ", \"partition\": ");
 	kl_json_append_int64(out, partition);
-	if (r->avro_payload != NULL)
+	if (r->avro_payload != NULL && r->schema_id >= 0)
 	{
-		/* an Avro record: the writer schema id it was framed with */
+		/* an Avro record: the writer schema id it was framed with (or its GUID's) */
 		appendStringInfoString(out, ", \"schema_id\": ");
 		kl_json_append_int64(out, r->schema_id);
 	}

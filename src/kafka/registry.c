@@ -14,8 +14,10 @@
  *
  * Schemas are durable.  A schema id's text never changes on a registry, so
  * a schema fetched once is stored in kafka_lake.schemas under the registry's
- * identity (the server's name and the URL, so that a server moved to another
- * registry never serves the old one's ids) with its SHA-256, and every later
+ * identity, its URL (so that a server moved to another registry never serves
+ * the old one's ids, and a server renamed, or a second server of the same
+ * registry, is served from the catalog alike; before 1.4 the server's name
+ * was part of it), with its SHA-256, and every later
  * fetch of that id is served from the catalog without asking the registry:
  * a landing that decodes Avro keeps working while the registry is down, and
  * a dump of the database carries the schemas its landed records need.  A
@@ -24,6 +26,16 @@
  * at another registry under the same URL), never a silent change.  A subject
  * version is a name: "latest" is always asked of the registry; an explicit
  * version is served from the catalog when it is there.
+ *
+ * A schema GUID (what Confluent's newer clients put in a record instead of
+ * an id) is a third name.  Its schema is GET /schemas/guids/{guid}, the one
+ * call every registry that serves those clients answers; its id is then
+ * looked up under the subject the record's contract reads (POST
+ * /subjects/{subject}, as a client looks up a schema it has), and the
+ * schema is served and stored by that id as any other, with the GUID in
+ * the row, so that the next record of the GUID needs no registry.  A GUID
+ * whose schema is not registered under the subject is 42704 (the record's,
+ * as an unknown id).
  *
  * Every request is bounded and interruptible.  It is a GET (libcurl, one
  * easy handle driven by a multi handle) with an absolute deadline (the
@@ -58,6 +70,7 @@
 #include <curl/curl.h>
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -65,6 +78,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "base/args.h"
@@ -111,6 +125,7 @@ typedef struct KlHttpRequest
 /* What a request got */
 typedef struct KlHttpAnswer
 {
+	const char *method;			/* GET or POST */
 	long		status;			/* HTTP status */
 	char	   *body;			/* palloc'd, NUL-terminated */
 	size_t		len;
@@ -238,21 +253,24 @@ kl_registry_error_text(KlRegistry *reg, const KlHttpAnswer *a, int64 *code)
 }
 
 /*
- * kl_registry_get
- *		GET url/path from the registry before deadline; the answer's status
- *		and body.  Transport failures are raised here (see the file header);
- *		the caller judges the status.
+ * kl_registry_request
+ *		GET url/path from the registry before deadline, or POST the JSON
+ *		body there when body is not NULL; the answer's status and body.
+ *		Transport failures are raised here (see the file header); the
+ *		caller judges the status.
  */
 static KlHttpAnswer
-kl_registry_get(KlRegistry *reg, const char *path, TimestampTz deadline)
+kl_registry_request(KlRegistry *reg, const char *path, const char *body, TimestampTz deadline)
 {
 	KlHttpRequest *req = palloc0(sizeof(KlHttpRequest));
 	char	   *full = psprintf("%s%s", reg->url, path);
+	const char *method = body != NULL ? "POST" : "GET";
 	KlHttpAnswer answer = {0};
 	CURLcode	result = CURLE_OK;
 	bool		timed_out = false;
 	int			timeout_ms = kl_ms_until(deadline);
 
+	answer.method = method;
 	kl_curl_init();
 	PG_TRY();
 	{
@@ -266,6 +284,14 @@ kl_registry_get(KlRegistry *reg, const char *path, TimestampTz deadline)
 					 errmsg("out of memory"),
 					 errdetail("libcurl could not start a request.")));
 		req->headers = curl_slist_append(NULL, "Accept: application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json");
+		if (body != NULL)
+		{
+			req->headers = curl_slist_append(req->headers, "Content-Type: application/vnd.schemaregistry.v1+json");
+			curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, body);
+			curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(body));
+			/* a redirected POST stays a POST (libcurl makes it a GET otherwise) */
+			curl_easy_setopt(req->easy, CURLOPT_POSTREDIR, (long) CURL_REDIR_POST_ALL);
+		}
 		curl_easy_setopt(req->easy, CURLOPT_URL, full);
 		curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, req->headers);
 		curl_easy_setopt(req->easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -280,7 +306,7 @@ kl_registry_get(KlRegistry *reg, const char *path, TimestampTz deadline)
 		curl_easy_setopt(req->easy, CURLOPT_WRITEFUNCTION, kl_http_write);
 		curl_easy_setopt(req->easy, CURLOPT_WRITEDATA, &req->body);
 		curl_easy_setopt(req->easy, CURLOPT_ERRORBUFFER, req->errbuf);
-		curl_easy_setopt(req->easy, CURLOPT_USERAGENT, "kafka_lake/1.3");
+		curl_easy_setopt(req->easy, CURLOPT_USERAGENT, "kafka_lake/1.4");
 		if (reg->settings.user_info != NULL)
 		{
 			curl_easy_setopt(req->easy, CURLOPT_HTTPAUTH, (long) CURLAUTH_BASIC);
@@ -341,14 +367,14 @@ kl_registry_get(KlRegistry *reg, const char *path, TimestampTz deadline)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("the schema registry at %s did not answer in time", reg->url),
-				 errdetail("GET %s was abandoned after its timeout.", path),
+				 errdetail("%s %s was abandoned after its timeout.", method, path),
 				 errhint("Check that the registry is up and reachable from the database server, or give the call more time (timeout => ...).")));
 	if (req->body.too_large || result == CURLE_FILESIZE_EXCEEDED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_UNABLE_TO_CREATE_EXECUTION),
 				 errmsg("the answer of the schema registry at %s is larger than %d bytes",
 						reg->url, KL_REGISTRY_MAX_ANSWER),
-				 errdetail("GET %s.", path),
+				 errdetail("%s %s.", method, path),
 				 errhint("Check that \"schema.registry.url\" of server %s names a Schema Registry.",
 						 quote_identifier(reg->server->servername))));
 	if (req->body.no_memory)
@@ -423,7 +449,7 @@ kl_registry_check_status(KlRegistry *reg, const KlHttpAnswer *a, const char *pat
 	ereport(ERROR,
 			(errcode(ERRCODE_FDW_UNABLE_TO_CREATE_EXECUTION),
 			 errmsg("unexpected answer from the schema registry at %s (HTTP %ld)", reg->url, a->status),
-			 errdetail("GET %s.", path)));
+			 errdetail("%s %s.", a->method, path)));
 }
 
 /*
@@ -431,12 +457,12 @@ kl_registry_check_status(KlRegistry *reg, const KlHttpAnswer *a, const char *pat
  *		The ERROR of an answer that is not what the REST API defines.
  */
 static void
-kl_registry_malformed(KlRegistry *reg, const char *path, const char *why)
+kl_registry_malformed(KlRegistry *reg, const KlHttpAnswer *a, const char *path, const char *why)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_FDW_UNABLE_TO_CREATE_EXECUTION),
 			 errmsg("malformed answer from the schema registry at %s", reg->url),
-			 errdetail("The answer to GET %s %s.", path, why),
+			 errdetail("The answer to %s %s %s.", a->method, path, why),
 			 errhint("Check that \"schema.registry.url\" of server %s names a Confluent-compatible Schema Registry.",
 					 quote_identifier(reg->server->servername))));
 }
@@ -460,9 +486,9 @@ kl_registry_parse(KlRegistry *reg, const KlHttpAnswer *a, const char *path, bool
 
 	kl_json_init(&r, a->body, a->len, KL_JSON_MAX_DEPTH);
 	if (!kl_json_parse_document(&r, &doc))
-		kl_registry_malformed(reg, path, "is not JSON");
+		kl_registry_malformed(reg, a, path, "is not JSON");
 	if (doc.type != KL_JSON_OBJECT)
-		kl_registry_malformed(reg, path, "is not a JSON object");
+		kl_registry_malformed(reg, a, path, "is not a JSON object");
 	kl_json_object_open(&it, doc.start, doc.start + doc.len, KL_JSON_MAX_DEPTH);
 	while (kl_json_object_next(&it, &key, &val))
 	{
@@ -476,7 +502,7 @@ kl_registry_parse(KlRegistry *reg, const KlHttpAnswer *a, const char *path, bool
 			initStringInfo(&str);
 			kl_json_decode_string(&val, &str);
 			if (strlen(str.data) != str.len)
-				kl_registry_malformed(reg, path, "has a string with a NUL character");
+				kl_registry_malformed(reg, a, path, "has a string with a NUL character");
 			if (kl_json_key_is(&key, "schema", 6))
 				s->schema = str.data;
 			else if (kl_json_key_is(&key, "schemaType", 10))
@@ -488,7 +514,7 @@ kl_registry_parse(KlRegistry *reg, const KlHttpAnswer *a, const char *path, bool
 				 (kl_json_key_is(&key, "id", 2) || kl_json_key_is(&key, "version", 7)))
 		{
 			if (!kl_json_parse_int64(val.start, val.len, &n) || n < 0 || n > PG_INT32_MAX)
-				kl_registry_malformed(reg, path, "has an id or a version out of range");
+				kl_registry_malformed(reg, a, path, "has an id or a version out of range");
 			if (kl_json_key_is(&key, "id", 2))
 			{
 				s->id = (int32) n;
@@ -499,16 +525,16 @@ kl_registry_parse(KlRegistry *reg, const KlHttpAnswer *a, const char *path, bool
 		}
 	}
 	if (it.error != NULL)
-		kl_registry_malformed(reg, path, "is not JSON");
+		kl_registry_malformed(reg, a, path, "is not JSON");
 	if (s->schema == NULL)
-		kl_registry_malformed(reg, path, "has no \"schema\" string");
+		kl_registry_malformed(reg, a, path, "has no \"schema\" string");
 	if (with_subject && (s->subject == NULL || s->version <= 0 || !have_id))
-		kl_registry_malformed(reg, path, "lacks \"subject\", \"version\" or \"id\"");
+		kl_registry_malformed(reg, a, path, "lacks \"subject\", \"version\" or \"id\"");
 	if (s->schema_type == NULL || s->schema_type[0] == '\0')
 		s->schema_type = "AVRO";
 	if (strcmp(s->schema_type, "AVRO") != 0 && strcmp(s->schema_type, "JSON") != 0 &&
 		strcmp(s->schema_type, "PROTOBUF") != 0)
-		kl_registry_malformed(reg, path, "names a schemaType other than AVRO, JSON and PROTOBUF");
+		kl_registry_malformed(reg, a, path, "names a schemaType other than AVRO, JSON and PROTOBUF");
 	if (strcmp(s->schema_type, "PROTOBUF") != 0)
 	{
 		KlJsonReader sr;
@@ -516,7 +542,7 @@ kl_registry_parse(KlRegistry *reg, const KlHttpAnswer *a, const char *path, bool
 
 		kl_json_init(&sr, s->schema, strlen(s->schema), KL_JSON_MAX_DEPTH);
 		if (!kl_json_parse_document(&sr, &sv))
-			kl_registry_malformed(reg, path, psprintf("has an %s schema that is not JSON", s->schema_type));
+			kl_registry_malformed(reg, a, path, psprintf("has an %s schema that is not JSON", s->schema_type));
 	}
 	kl_sha256(s->schema, strlen(s->schema), s->sha256);
 	return s;
@@ -618,9 +644,24 @@ kl_schemas_row(MemoryContext cxt)
 	"schema_id, subject, version, schema_type, schema, sha256"
 
 /*
+ * kl_schemas_have_guid
+ *		Does kafka_lake.schemas have its 1.4 form: one row per registry URL
+ *		and id, and a guid column?  (A catalog of 1.3, not updated yet, keys
+ *		a row by the server's name too.)
+ */
+static bool
+kl_schemas_have_guid(void)
+{
+	Oid			nsp = get_namespace_oid("kafka_lake", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("schemas", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "guid") != InvalidAttrNumber;
+}
+
+/*
  * kl_schemas_lookup
  *		The stored schema of an id (subject NULL) or of a subject version,
- *		or NULL.
+ *		or NULL.  A registry is its URL (see the file header).
  */
 static KlRegistrySchema *
 kl_schemas_lookup(KlRegistry *reg, int32 id, const char *subject, int32 version)
@@ -628,28 +669,28 @@ kl_schemas_lookup(KlRegistry *reg, int32 id, const char *subject, int32 version)
 	MemoryContext cxt = CurrentMemoryContext;
 	KlCatalogSave save = kl_catalog_begin();
 	KlRegistrySchema *found = NULL;
-	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, INT4OID};
-	Datum		values[4];
+	Oid			types[3] = {TEXTOID, INT4OID, INT4OID};
+	Datum		values[3];
 	int			rc;
 
-	values[0] = CStringGetTextDatum(reg->server->servername);
-	values[1] = CStringGetTextDatum(reg->url);
+	values[0] = CStringGetTextDatum(reg->url);
 	if (subject == NULL)
 	{
-		values[2] = Int32GetDatum(id);
+		values[1] = Int32GetDatum(id);
 		rc = SPI_execute_with_args("SELECT " KL_SCHEMAS_COLUMNS " FROM kafka_lake.schemas"
-								   " WHERE server = $1 AND registry_url = $2 AND schema_id = $3",
-								   3, types, values, NULL, true, 1);
+								   " WHERE registry_url = $1 AND schema_id = $2"
+								   " ORDER BY fetched_at LIMIT 1",
+								   2, types, values, NULL, true, 1);
 	}
 	else
 	{
-		types[2] = TEXTOID;
-		values[2] = CStringGetTextDatum(subject);
-		values[3] = Int32GetDatum(version);
+		types[1] = TEXTOID;
+		values[1] = CStringGetTextDatum(subject);
+		values[2] = Int32GetDatum(version);
 		rc = SPI_execute_with_args("SELECT " KL_SCHEMAS_COLUMNS " FROM kafka_lake.schemas"
-								   " WHERE server = $1 AND registry_url = $2 AND subject = $3"
-								   " AND version = $4",
-								   4, types, values, NULL, true, 1);
+								   " WHERE registry_url = $1 AND subject = $2 AND version = $3"
+								   " ORDER BY fetched_at LIMIT 1",
+								   3, types, values, NULL, true, 1);
 	}
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "unexpected SPI result %s reading kafka_lake.schemas", SPI_result_code_string(rc));
@@ -657,6 +698,65 @@ kl_schemas_lookup(KlRegistry *reg, int32 id, const char *subject, int32 version)
 		found = kl_schemas_row(cxt);
 	kl_catalog_end(save);
 	return found;
+}
+
+/*
+ * kl_schemas_lookup_guid
+ *		The stored schema of a GUID, or NULL (always NULL on a 1.3 catalog,
+ *		which keeps no GUIDs).
+ */
+static KlRegistrySchema *
+kl_schemas_lookup_guid(KlRegistry *reg, const char *guid)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	KlCatalogSave save;
+	KlRegistrySchema *found = NULL;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	int			rc;
+
+	if (!kl_schemas_have_guid())
+		return NULL;
+	values[0] = CStringGetTextDatum(reg->url);
+	values[1] = CStringGetTextDatum(guid);
+	save = kl_catalog_begin();
+	rc = SPI_execute_with_args("SELECT " KL_SCHEMAS_COLUMNS " FROM kafka_lake.schemas"
+							   " WHERE registry_url = $1 AND guid = $2::pg_catalog.uuid"
+							   " ORDER BY schema_id DESC LIMIT 1",
+							   2, types, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "unexpected SPI result %s reading kafka_lake.schemas", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+		found = kl_schemas_row(cxt);
+	kl_catalog_end(save);
+	return found;
+}
+
+/*
+ * kl_schemas_set_guid
+ *		Note the GUID of a stored schema id (1.4 catalogs; a row that has
+ *		one keeps it).
+ */
+static void
+kl_schemas_set_guid(KlRegistry *reg, int32 id, const char *guid)
+{
+	KlCatalogSave save;
+	Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
+	Datum		values[3];
+	int			rc;
+
+	if (!kl_schemas_have_guid())
+		return;
+	values[0] = CStringGetTextDatum(reg->url);
+	values[1] = Int32GetDatum(id);
+	values[2] = CStringGetTextDatum(guid);
+	save = kl_catalog_begin();
+	rc = SPI_execute_with_args("UPDATE kafka_lake.schemas SET guid = $3::pg_catalog.uuid"
+							   " WHERE registry_url = $1 AND schema_id = $2 AND guid IS NULL",
+							   3, types, values, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "unexpected SPI result %s writing kafka_lake.schemas", SPI_result_code_string(rc));
+	kl_catalog_end(save);
 }
 
 /*
@@ -695,18 +795,22 @@ kl_schemas_store(KlRegistry *reg, KlRegistrySchema *fetched)
 	values[7] = PointerGetDatum(hash);
 
 	save = kl_catalog_begin();
-	rc = SPI_execute_with_args("INSERT INTO kafka_lake.schemas"
-							   " (server, registry_url, schema_id, subject, version, schema_type, schema, sha256)"
-							   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-							   " ON CONFLICT (server, registry_url, schema_id) DO UPDATE"
-							   " SET subject = EXCLUDED.subject, version = EXCLUDED.version"
-							   " WHERE kafka_lake.schemas.subject IS NULL AND EXCLUDED.subject IS NOT NULL"
-							   " AND kafka_lake.schemas.sha256 = EXCLUDED.sha256",
+	/* the 1.4 key is the URL and the id; a 1.3 catalog's has the server too */
+	rc = SPI_execute_with_args(psprintf("INSERT INTO kafka_lake.schemas"
+										" (server, registry_url, schema_id, subject, version, schema_type, schema, sha256)"
+										" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+										" ON CONFLICT (%s) DO UPDATE"
+										" SET subject = EXCLUDED.subject, version = EXCLUDED.version"
+										" WHERE kafka_lake.schemas.subject IS NULL AND EXCLUDED.subject IS NOT NULL"
+										" AND kafka_lake.schemas.sha256 = EXCLUDED.sha256",
+										kl_schemas_have_guid() ? "registry_url, schema_id" :
+										"server, registry_url, schema_id"),
 							   8, types, values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "unexpected SPI result %s writing kafka_lake.schemas", SPI_result_code_string(rc));
 	rc = SPI_execute_with_args("SELECT " KL_SCHEMAS_COLUMNS " FROM kafka_lake.schemas"
-							   " WHERE server = $1 AND registry_url = $2 AND schema_id = $3",
+							   " WHERE registry_url = $2 AND schema_id = $3"
+							   " ORDER BY fetched_at LIMIT 1",
 							   3, types, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "kafka_lake.schemas lost schema %d", fetched->id);
@@ -762,11 +866,84 @@ kl_registry_schema_by_id(ForeignServer *server, int32 id, TimestampTz deadline)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), KL_REGISTRY_DEFAULT_TIMEOUT_MS);
 	path = psprintf("/schemas/ids/%d", id);
 	what = psprintf("schema id %d", id);
-	a = kl_registry_get(reg, path, deadline);
+	a = kl_registry_request(reg, path, NULL, deadline);
 	kl_registry_check_status(reg, &a, path, what);
 	s = kl_registry_parse(reg, &a, path, false);
 	s->id = id;
 	return kl_schemas_store(reg, s);
+}
+
+/*
+ * kl_registry_guid_text
+ *		A 16-byte GUID as the registry writes it (8-4-4-4-12 lower-case hex).
+ */
+static char *
+kl_registry_guid_text(const uint8 *guid)
+{
+	char		hex[33];
+
+	kl_hex(guid, 16, hex);
+	return psprintf("%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+}
+
+/*
+ * kl_registry_schema_by_guid
+ *		The schema of a GUID, with its id under subject: from
+ *		kafka_lake.schemas, else GET /schemas/guids/{guid} and the id by
+ *		POST /subjects/{subject} (see the file header), fetched by that id
+ *		and stored with the GUID.  42704 when the registry does not know
+ *		the GUID, or subject does not have its schema.
+ */
+KlRegistrySchema *
+kl_registry_schema_by_guid(ForeignServer *server, const uint8 *guid, const char *subject,
+						   TimestampTz deadline)
+{
+	KlRegistry *reg = kl_registry_open(server);
+	char	   *text = kl_registry_guid_text(guid);
+	KlRegistrySchema *s;
+	KlRegistrySchema *under;
+	KlHttpAnswer a;
+	StringInfoData body;
+	char	   *path;
+	char	   *what;
+
+	s = kl_schemas_lookup_guid(reg, text);
+	if (s != NULL)
+		return s;
+	if (deadline == 0)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), KL_REGISTRY_DEFAULT_TIMEOUT_MS);
+	path = psprintf("/schemas/guids/%s", text);
+	what = psprintf("schema GUID %s", text);
+	a = kl_registry_request(reg, path, NULL, deadline);
+	kl_registry_check_status(reg, &a, path, what);
+	s = kl_registry_parse(reg, &a, path, false);
+	if (subject == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("schema GUID %s has no schema id kafka_lake can look up", text),
+				 errdetail("A record that names its writer schema by GUID is read with the id of that schema under the subject of its contract, and the contract names no subject."),
+				 errhint("Create the contract over the subject: {\"format\": \"avro\", \"server\": ..., \"subject\": ...}.")));
+
+	/* its id: the schema looked up under the subject, as a client does */
+	initStringInfo(&body);
+	appendStringInfoString(&body, "{\"schema\": ");
+	kl_json_append_string(&body, s->schema, strlen(s->schema));
+	if (strcmp(s->schema_type, "AVRO") != 0)
+	{
+		appendStringInfoString(&body, ", \"schemaType\": ");
+		kl_json_append_string(&body, s->schema_type, strlen(s->schema_type));
+	}
+	appendStringInfoChar(&body, '}');
+	path = psprintf("/subjects/%s", kl_url_escape(subject));
+	what = psprintf("the schema of GUID %s under subject \"%s\"", text, subject);
+	a = kl_registry_request(reg, path, body.data, deadline);
+	kl_registry_check_status(reg, &a, path, what);
+	under = kl_registry_parse(reg, &a, path, true);
+
+	/* served and stored by that id, as every schema is */
+	s = kl_registry_schema_by_id(server, under->id, deadline);
+	kl_schemas_set_guid(reg, s->id, text);
+	return s;
 }
 
 /*
@@ -809,11 +986,11 @@ kl_registry_subject_version(ForeignServer *server, const char *subject, int32 ve
 		path = psprintf("/subjects/%s/versions/latest", kl_url_escape(subject));
 		what = psprintf("subject \"%s\"", subject);
 	}
-	a = kl_registry_get(reg, path, deadline);
+	a = kl_registry_request(reg, path, NULL, deadline);
 	kl_registry_check_status(reg, &a, path, what);
 	s = kl_registry_parse(reg, &a, path, true);
 	if (strcmp(s->subject, subject) != 0 || (version > 0 && s->version != version))
-		kl_registry_malformed(reg, path, "is about another subject or version");
+		kl_registry_malformed(reg, &a, path, "is about another subject or version");
 	(void) kl_schemas_store(reg, s);
 	/* the subject and version asked for, whatever the row held before */
 	return s;

@@ -36,6 +36,8 @@ typedef struct KlRegistrySchema
 
 extern KlRegistrySchema *kl_registry_schema_by_id(ForeignServer *server, int32 id,
 												  TimestampTz deadline);
+extern KlRegistrySchema *kl_registry_schema_by_guid(ForeignServer *server, const uint8 *guid,
+													const char *subject, TimestampTz deadline);
 extern KlRegistrySchema *kl_registry_subject_version(ForeignServer *server,
 													 const char *subject, int32 version,
 													 TimestampTz deadline);

@@ -185,6 +185,28 @@ kl_avro_definition_subject(const char *definition, char **server, char **subject
 }
 
 /*
+ * kl_avro_definition_subject_name
+ *		The registry subject a stored Avro definition was made from, or
+ *		NULL (an inline schema, or not an object).
+ */
+char *
+kl_avro_definition_subject_name(const char *definition)
+{
+	KlAvroDef	d;
+	const KlJsonValue *v;
+	StringInfoData s;
+
+	if (definition == NULL || !kl_avro_def_read(definition, &d))
+		return NULL;
+	v = kl_avro_def_get(&d, "subject");
+	if (v == NULL || v->type != KL_JSON_STRING)
+		return NULL;
+	initStringInfo(&s);
+	kl_json_decode_string(v, &s);
+	return s.data;
+}
+
+/*
  * kl_avro_definition_embed
  *		The definition with the fetched schema embedded: "schema" and
  *		"schema_id" in place of "version" (the other members as they are).

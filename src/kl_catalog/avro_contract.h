@@ -16,6 +16,7 @@
 extern bool kl_definition_is_avro(const char *definition);
 extern bool kl_avro_definition_subject(const char *definition, char **server, char **subject,
 									   int32 *version);
+extern char *kl_avro_definition_subject_name(const char *definition);
 extern char *kl_avro_definition_embed(const char *definition, const char *schema,
 									  int32 schema_id, int32 version);
 extern KlContract *kl_avro_contract_compile(const char *name, int32 version,

@@ -10,7 +10,12 @@
  *
  * Each new record's schema id is read from its Confluent framing (magic
  * byte 0, a 4-byte id, the datum), or from a __value_schema_id header, whose
- * datum is then the whole value.  Each id the call has not seen yet is
+ * datum is then the whole value.  A record that names its writer by GUID
+ * (magic byte 1 and 16 bytes, in the framing or the header, as Confluent's
+ * newer clients write) gets the id of that schema under the contract's
+ * subject (kl_registry_schema_by_guid: kafka_lake.schemas, which keeps the
+ * GUID, else the registry), and is that id's from then on: the manifest
+ * names the id.  Each id the call has not seen yet is
  * looked up (kl_registry_schema_by_id: kafka_lake.schemas first, then the
  * server's registry, within the call's deadline), parsed, and resolved
  * against the contract's reader schema into a program.  The programs are
@@ -20,7 +25,7 @@
  * each call also keeps the ids it met in a small list of its own.
  * What can be said of one record alone makes that record QUARANTINED, with
  * a validation_error naming the schema id and what is wrong: no or an
- * unknown magic byte, a schema GUID, an id the registry does not know (its
+ * unknown magic byte, an id or a GUID the registry does not know (its
  * 404, 42704, caught here in a subtransaction), a schema that is not Avro or
  * does not parse, a writer schema the reader cannot read.  Bad input never
  * blocks a partition.  A registry that is down, slow, failing or refusing
@@ -56,15 +61,18 @@
 
 #include "kafka/options.h"
 #include "kafka/registry.h"
+#include "kl_catalog/avro_contract.h"
 #include "landing/avro_land.h"
 
 /* the registry's time for one id, at least, whatever is left of the call's */
 #define KL_AVRO_MIN_REGISTRY_MS		1000
 
-/* One writer schema id, as this call found it */
+/* One writer schema id (or GUID), as this call found it */
 typedef struct KlAvroWriter
 {
-	int64		schema_id;
+	int64		schema_id;		/* -1: a GUID the registry gave no id of */
+	bool		by_guid;		/* found by guid */
+	uint8		guid[16];
 	const KlAvroProgram *program;	/* resolved, or NULL */
 	const char *error;			/* or why not */
 } KlAvroWriter;
@@ -72,6 +80,7 @@ typedef struct KlAvroWriter
 struct KlAvroLanding
 {
 	const KlContract *contract;
+	char	   *subject;		/* the contract's registry subject, or NULL */
 	ForeignServer *server;
 	MemoryContext cxt;			/* the programs' (the call's) */
 	int			nwriters;
@@ -90,6 +99,9 @@ kl_avro_landing_begin(const KlContract *c, const char *server, MemoryContext cxt
 	KlAvroLanding *al = MemoryContextAllocZero(cxt, sizeof(KlAvroLanding));
 
 	al->contract = c;
+	al->subject = kl_avro_definition_subject_name(c->definition);
+	if (al->subject != NULL)
+		al->subject = MemoryContextStrdup(cxt, al->subject);
 	al->server = kl_get_server(server);
 	al->cxt = cxt;
 	return al;
@@ -323,6 +335,29 @@ kl_avro_backend_program(KlAvroLanding *al, int32 id, TimestampTz deadline, KlAvr
 }
 
 /*
+ * kl_avro_writer_slot
+ *		Room for one more entry of the call's (the caller counts it in).
+ *		Entries move as the array grows: a pointer to one is good until the
+ *		next slot.
+ */
+static KlAvroWriter *
+kl_avro_writer_slot(KlAvroLanding *al)
+{
+	KlAvroWriter *w;
+
+	if (al->nwriters == al->cap)
+	{
+		al->cap = Max(8, al->cap * 2);
+		al->writers = al->writers == NULL ?
+			MemoryContextAlloc(al->cxt, sizeof(KlAvroWriter) * al->cap) :
+			repalloc(al->writers, sizeof(KlAvroWriter) * al->cap);
+	}
+	w = &al->writers[al->nwriters];
+	memset(w, 0, sizeof(*w));
+	return w;
+}
+
+/*
  * kl_avro_writer
  *		The call's entry of schema id, looked up now if it has none.
  */
@@ -333,17 +368,10 @@ kl_avro_writer(KlAvroLanding *al, int64 id, TimestampTz deadline)
 
 	for (int i = 0; i < al->nwriters; i++)
 	{
-		if (al->writers[i].schema_id == id)
+		if (!al->writers[i].by_guid && al->writers[i].schema_id == id)
 			return &al->writers[i];
 	}
-	if (al->nwriters == al->cap)
-	{
-		al->cap = Max(8, al->cap * 2);
-		al->writers = al->writers == NULL ?
-			MemoryContextAlloc(al->cxt, sizeof(KlAvroWriter) * al->cap) :
-			repalloc(al->writers, sizeof(KlAvroWriter) * al->cap);
-	}
-	w = &al->writers[al->nwriters];
+	w = kl_avro_writer_slot(al);
 	w->schema_id = id;
 	w->error = NULL;
 	if (id > PG_INT32_MAX)
@@ -356,6 +384,98 @@ kl_avro_writer(KlAvroLanding *al, int64 id, TimestampTz deadline)
 		kl_avro_backend_program(al, (int32) id, deadline, w);
 	al->nwriters++;
 	return w;
+}
+
+/*
+ * kl_avro_guid_id
+ *		The schema id of a GUID under the contract's subject, or -1 and
+ *		*error when the registry does not know it (42704, the records'
+ *		error, as an unknown id); every other error of the registry is the
+ *		call's.
+ */
+static int64
+kl_avro_guid_id(KlAvroLanding *al, const uint8 *guid, TimestampTz call_deadline,
+				const char **error)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile int64 id = -1;
+	TimestampTz least = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), KL_AVRO_MIN_REGISTRY_MS);
+	volatile TimestampTz deadline = Max(call_deadline, least);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		id = kl_registry_schema_by_guid(al->server, guid, al->subject, deadline)->id;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(caller);
+		ed = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		if (ed->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
+			ReThrowError(ed);
+		*error = MemoryContextStrdup(al->cxt, ed->message);
+		return -1;
+	}
+	PG_END_TRY();
+	return id;
+}
+
+/*
+ * kl_avro_writer_guid
+ *		The call's entry of a schema GUID: its id's (kl_avro_writer), or
+ *		why it has none.
+ */
+static const KlAvroWriter *
+kl_avro_writer_guid(KlAvroLanding *al, const uint8 *guid, TimestampTz deadline)
+{
+	const char *error = NULL;
+	int64		id;
+	KlAvroWriter *w;
+
+	for (int i = 0; i < al->nwriters; i++)
+	{
+		if (al->writers[i].by_guid && memcmp(al->writers[i].guid, guid, 16) == 0)
+			return &al->writers[i];
+	}
+	id = kl_avro_guid_id(al, guid, deadline, &error);
+	if (id >= 0)
+		w = (KlAvroWriter *) kl_avro_writer(al, id, deadline);
+	else
+	{
+		w = kl_avro_writer_slot(al);
+		w->schema_id = -1;
+		w->program = NULL;
+		w->error = error;
+		al->nwriters++;
+	}
+	/* the GUID's own entry, a copy of its id's */
+	{
+		KlAvroWriter copy = *w;
+		KlAvroWriter *g;
+
+		if (id >= 0)
+		{
+			g = kl_avro_writer_slot(al);
+			*g = copy;
+			al->nwriters++;
+		}
+		else
+			g = w;
+		g->by_guid = true;
+		memcpy(g->guid, guid, 16);
+		return g;
+	}
 }
 
 /*
@@ -398,15 +518,13 @@ kl_avro_prepare_record(KlAvroLanding *al, KlRecord *r, TimestampTz deadline)
 								 in_header ? " (header __value_schema_id)" : "", why);
 		return;
 	}
-	if (wire.magic != 0)
-	{
-		r->avro_error = "the value names its writer schema by GUID (magic byte 1), which kafka_lake does not look up: frame it with a schema id (magic byte 0)";
-		return;
-	}
-	r->schema_id = wire.schema_id;
 	r->avro_payload = (const char *) wire.payload;
 	r->avro_payload_len = wire.payload_len;
-	w = kl_avro_writer(al, wire.schema_id, deadline);
+	if (wire.magic == 1)
+		w = kl_avro_writer_guid(al, wire.guid, deadline);
+	else
+		w = kl_avro_writer(al, wire.schema_id, deadline);
+	r->schema_id = w->schema_id;
 	r->avro_program = w->program;
 	r->avro_error = w->error;
 }

@@ -136,6 +136,26 @@ LANGUAGE sql AS $$
 $$;
 
 -- kl_test.registry_url(): the peer's base URL (http://127.0.0.1:port)
+-- kl_test.registry_reset(): the registry peer as new (no schemas, no faults, no auth),
+-- and kafka_lake.schemas without the rows of its URL: a registry that forgets its
+-- schemas and gives their ids to others is one kafka_lake refuses (XX001), as it must
+CREATE FUNCTION kl_test.registry_reset() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM kl_test.registry('{"mode": "ok", "auth": null, "delay_ms": 0, "reset": true}');
+  DELETE FROM kafka_lake.schemas WHERE registry_url LIKE kl_test.registry_url() || '%';
+END $$;
+
+-- kl_test.registry_guid(id): the GUID the peer gives schema id (GET /schemas/ids/{id})
+CREATE FUNCTION kl_test.registry_guid(id int) RETURNS uuid
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN substring(kl_test.sh(format('python3 %s get --dir %s /schemas/ids/%s',
+    (SELECT value FROM kl_test.env WHERE name = 'registry'),
+    (SELECT value FROM kl_test.env WHERE name = 'registry_dir'), id))
+    FROM '^200 .*"guid": "([0-9a-f-]{36})"')::uuid;
+END $$;
+
 CREATE FUNCTION kl_test.registry_url() RETURNS text
 LANGUAGE sql AS $$ SELECT value FROM kl_test.env WHERE name = 'registry_url' $$;
 

@@ -11,7 +11,7 @@
 -- superusers only, USAGE on the server, NULL arguments (22004).
 -- Needs the registry peer, not the broker.
 SET client_min_messages = warning;
-SELECT plan(57);
+SELECT plan(59);
 
 CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -33,7 +33,7 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 
 \o /dev/null
-SELECT kl_test.registry('{"mode": "ok", "auth": null, "delay_ms": 0, "reset": true}');
+SELECT kl_test.registry_reset();
 \o
 SELECT kl_test.registry_register('orders-value',
   '{"type": "record", "name": "order", "fields": [{"name": "id", "type": "string"}]}') AS id1 \gset
@@ -93,6 +93,21 @@ SELECT is(pg_temp.sqlstate_of('SELECT kafka_lake.registry_schema(''reg29'', 777)
 SELECT alike(pg_temp.error_of('SELECT kafka_lake.registry_subject(''reg29'', ''orders-value'')'),
   'HV00N: could not reach the schema registry at ' || kl_test.registry_url() || '%Check that the registry is up%',
   'and so is the latest version of a subject, with the URL and a hint');
+-- a registry is its URL: a server renamed, or a second server of the registry, is
+-- served from the catalog too
+\o /dev/null
+ALTER SERVER reg29 RENAME TO reg29_renamed;
+SELECT format('CREATE SERVER reg29_second FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers %L, "schema.registry.url" %L)',
+              '127.0.0.1:9', kl_test.registry_url()) \gexec
+\o
+SELECT is((SELECT schema_id FROM kafka_lake.registry_schema('reg29_renamed', :id1)), :id1,
+  'a renamed server is served from the catalog with the registry down');
+SELECT is((SELECT schema_id FROM kafka_lake.registry_subject('reg29_second', 'orders-value', 1)), :id1,
+  'and so is another server of the same registry URL');
+\o /dev/null
+ALTER SERVER reg29_renamed RENAME TO reg29;
+DROP SERVER reg29_second;
+\o
 
 -- unknown ids, subjects, versions
 \o /dev/null

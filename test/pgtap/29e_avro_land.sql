@@ -35,7 +35,7 @@ CREATE FUNCTION pg_temp.framed(id int, datum bytea) RETURNS bytea LANGUAGE sql A
   SELECT '\x00'::bytea || int4send(id) || datum $$;
 
 \o /dev/null
-SELECT kl_test.registry('{"mode": "ok", "auth": null, "delay_ms": 0, "reset": true}');
+SELECT kl_test.registry_reset();
 \o
 SELECT kl_test.registry_register('orders29e-value', (SELECT schema FROM fx WHERE writer = 'v1' LIMIT 1)) AS id1 \gset
 SELECT kl_test.registry_register('orders29e-value', (SELECT schema FROM fx WHERE writer = 'v2' LIMIT 1)) AS id2 \gset

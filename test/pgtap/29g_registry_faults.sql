@@ -42,7 +42,8 @@ BEGIN
 END $$;
 
 \o /dev/null
-SELECT kl_test.registry('{"mode": "ok", "auth": "reader:s3cret", "delay_ms": 0, "reset": true}');
+SELECT kl_test.registry_reset();
+SELECT kl_test.registry('{"auth": "reader:s3cret"}');
 \o
 SELECT pg_temp.register('v1') AS id1 \gset
 \o /dev/null

@@ -5,12 +5,15 @@
 # 127.0.0.1 (python3 standard library only):
 #   POST /subjects/{subject}/versions   register {"schema", "schemaType"?}: {"id"}
 #   POST /subjects/{subject}            look a schema up under a subject
-#   GET  /schemas/ids/{id}              {"schema", "schemaType"?}
+#   GET  /schemas/ids/{id}              {"schema", "schemaType"?, "guid"}
+#   GET  /schemas/guids/{guid}          {"schema", "schemaType"?, "guid"}
 #   GET  /schemas/ids/{id}/versions     [{"subject", "version"}]
 #   GET  /subjects                      ["subject", ...]
 #   GET  /subjects/{subject}/versions   [1, 2, ...]
 #   GET  /subjects/{subject}/versions/{version|latest}
-#                                       {"subject", "version", "id", "schema", "schemaType"?}
+#                                       {"subject", "version", "id", "guid", "schema", "schemaType"?}
+# A schema's GUID (what Confluent's newer clients put in records in place of
+# the id) names its content: a UUID made of its type and canonical text.
 #   GET  /config, /config/{subject}     {"compatibilityLevel": "BACKWARD"}
 # with the real registry's statuses and error bodies ({"error_code": 40401
 # subject, 40402 version, 40403 schema not found, 42201 invalid schema,
@@ -36,6 +39,8 @@
 #   registry.py post --dir DIR PATH BODY_BASE64 [--auth user:password]
 #       POST a JSON body to the API (as a client would: register a schema) and
 #       print the answer's status and body ("200 {\"id\": 1}")
+#   registry.py get --dir DIR PATH
+#       GET a path of the API (no auth) and print the answer's status and body
 import argparse
 import base64
 import json
@@ -48,6 +53,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -76,6 +82,11 @@ class Registry:
         if schema_type in ("AVRO", "JSON"):
             return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
         return text
+
+    @staticmethod
+    def guid(key):
+        """The GUID of a (schemaType, canonical text): the same content, the same GUID."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, "kafka-lake-registry-peer:%s:%s" % key))
 
     def register(self, subject, schema_type, text):
         canon = self.canonical(schema_type, text)
@@ -182,9 +193,18 @@ class ApiHandler(BaseHTTPRequestHandler):
                 return self.answer(200, where)
             if len(parts) != 3:
                 return self.error(404, 404, "HTTP 404 Not Found")
-            body = {"schema": found[1]}
+            body = {"schema": found[1], "guid": Registry.guid(found)}
             if found[0] != "AVRO":
                 body["schemaType"] = found[0]
+            return self.answer(200, body)
+        if len(parts) == 3 and parts[:2] == ["schemas", "guids"] and method == "GET":
+            with reg.lock:
+                found = [k for k in reg.schemas if Registry.guid(k) == parts[2].lower()]
+            if not found:
+                return self.error(404, 40403, "Schema %s not found" % parts[2])
+            body = {"schema": found[0][1], "guid": parts[2].lower()}
+            if found[0][0] != "AVRO":
+                body["schemaType"] = found[0][0]
             return self.answer(200, body)
         if len(parts) >= 2 and parts[0] == "subjects":
             subject = parts[1]
@@ -200,7 +220,8 @@ class ApiHandler(BaseHTTPRequestHandler):
                 except ValueError:
                     return self.error(422, 42201, "Invalid schema")
                 if len(parts) == 3:
-                    return self.answer(200, {"id": reg.register(subject, stype, req["schema"])})
+                    sid = reg.register(subject, stype, req["schema"])
+                    return self.answer(200, {"id": sid, "guid": Registry.guid((stype, canon))})
                 with reg.lock:
                     versions = reg.subjects.get(subject)
                     key = (stype, canon)
@@ -238,7 +259,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         sid = versions[n - 1]
         with self.reg.lock:
             stype, text = self.reg.schemas[sid - 1]
-        body = {"subject": subject, "version": n, "id": sid, "schema": text}
+        body = {"subject": subject, "version": n, "id": sid, "guid": Registry.guid((stype, text)),
+                "schema": text}
         if stype != "AVRO":
             body["schemaType"] = stype
         return self.answer(200, body)
@@ -409,6 +431,17 @@ def post(args):
         sys.stdout.write("%d %s\n" % (e.code, e.read().decode()))
 
 
+def get(args):
+    with open(os.path.join(args.dir, "url")) as f:
+        url = f.read().strip()
+    req = urllib.request.Request(url + args.path, method="GET")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            sys.stdout.write("%d %s\n" % (r.status, r.read().decode()))
+    except urllib.error.HTTPError as e:
+        sys.stdout.write("%d %s\n" % (e.code, e.read().decode()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -424,8 +457,11 @@ def main():
     p.add_argument("--auth")
     p.add_argument("path")
     p.add_argument("body")
+    g = sub.add_parser("get")
+    g.add_argument("--dir", required=True)
+    g.add_argument("path")
     args = ap.parse_args()
-    {"serve": serve, "ctl": ctl, "post": post}[args.cmd](args)
+    {"serve": serve, "ctl": ctl, "post": post, "get": get}[args.cmd](args)
 
 
 if __name__ == "__main__":
