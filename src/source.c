@@ -133,6 +133,7 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	kl_check_group_id(group_id);
 	/* the contract's latest version (an unknown one is 22023) */
 	c = kl_contract_get(contract, 0);
+	kl_avro_check_server(c, fs->servername);
 
 	root = kl_landing_root();
 

@@ -25,7 +25,10 @@
  */
 #include "postgres.h"
 
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
 #include "lib/stringinfo.h"
+#include "utils/builtins.h"
 
 #include "base/json.h"
 #include "contract/contract_define.h"
@@ -182,6 +185,36 @@ kl_avro_definition_subject(const char *definition, char **server, char **subject
 		*version = (int32) n;
 	}
 	return true;
+}
+
+/*
+ * kl_avro_check_server
+ *		A source of an Avro contract must land from a server that names a
+ *		schema registry: its records carry writer schema ids of that
+ *		registry.  ERROR (HV00J, with the ALTER SERVER to fix it) otherwise;
+ *		said at create_source and alter_source rather than at every land().
+ */
+void
+kl_avro_check_server(const KlContract *c, const char *server_name)
+{
+	ForeignServer *server;
+	ListCell   *lc;
+
+	if (c->avro == NULL)
+		return;
+	server = GetForeignServerByName(server_name, false);
+	foreach(lc, server->options)
+	{
+		if (strcmp(((DefElem *) lfirst(lc))->defname, "schema.registry.url") == 0)
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+			 errmsg("contract \"%s\" reads Avro, and server \"%s\" names no schema registry",
+					c->name, server->servername),
+			 errdetail("Each Avro record names its writer schema by an id of the registry of the server it is landed from."),
+			 errhint("ALTER SERVER %s OPTIONS (ADD \"schema.registry.url\" 'https://registry.example.com:8081');",
+					 quote_identifier(server->servername))));
 }
 
 /*

@@ -657,6 +657,7 @@ kafka_lake_alter_source(PG_FUNCTION_ARGS)
 				 errmsg("this database's kafka_lake catalog has no contracts"),
 				 errhint("Run ALTER EXTENSION kafka_lake UPDATE first.")));
 	c = kl_contract_get(name, version);
+	kl_avro_check_server(c, src->server);
 	old = kl_source_contract(src);
 
 	values[0] = Int32GetDatum(src->source_id);

@@ -6,10 +6,11 @@
 -- registry down.  A GUID the registry does not know, and one whose schema is not under
 -- the contract's subject, are quarantined with their bytes; a contract over an inline
 -- schema reads a GUID kafka_lake.schemas knows, and has no subject to look another's id
--- up under, and says so.  Needs the broker
+-- up under, and says so.  An Avro source from a server that names no registry is
+-- refused by create_source and alter_source.  Needs the broker
 -- and the registry peer.
 SET client_min_messages = warning;
-SELECT plan(12);
+SELECT plan(14);
 
 CREATE TEMP TABLE avro_lines (line text);
 \copy avro_lines FROM 'test/fixtures/avro/orders.jsonl' WITH (FORMAT csv, QUOTE e'\x01', DELIMITER e'\x02')
@@ -101,5 +102,27 @@ SELECT results_eq($$SELECT records, accepted, quarantined FROM kafka_lake.land('
   'under a contract of an inline schema a GUID kafka_lake.schemas knows lands, another is quarantined');
 SELECT alike((SELECT validation_error FROM kafka_lake.inline29h_records WHERE status = 'quarantined'),
   'schema GUID ' || :'guid_else' || ' has no schema id kafka_lake can look up', 'saying why');
+
+-- an Avro source lands from a server that names a registry, said when it is made
+CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE st text; msg text;
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+  RETURN st || ': ' || msg;
+END $$;
+\o /dev/null
+SELECT format('CREATE SERVER plain29h FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers %L)', kl_test.bootstrap()) \gexec
+SELECT kafka_lake.create_contract('json29h', '{"type": "object", "properties": {"order_id": {"type": "string"}}}');
+SELECT kafka_lake.create_source('json29h', 'plain29h', 'inline29h.t', contract => 'json29h');
+\o
+SELECT is(pg_temp.error_of($$SELECT kafka_lake.create_source('avro29h', 'plain29h', 'inline29h.t', contract => 'guid29h')$$),
+  'HV00J: contract "guid29h" reads Avro, and server "plain29h" names no schema registry',
+  'create_source of an Avro contract from a server without a registry is refused');
+SELECT is(pg_temp.error_of($$SELECT kafka_lake.alter_source('json29h', 'inline29h')$$),
+  'HV00J: contract "inline29h" reads Avro, and server "plain29h" names no schema registry',
+  'and so is alter_source to one');
 
 SELECT * FROM finish();
