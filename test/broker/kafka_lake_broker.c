@@ -3,18 +3,20 @@
  * kafka_lake_broker.c
  *	  Test and demo Kafka broker for kafka_lake: librdkafka's mock cluster
  *	  served over real TCP on 127.0.0.1, a control client for fault
- *	  injection, and a fast producer of seed-style machine events.
+ *	  injection, a fast producer of seed-style machine events, and a
+ *	  producer of one record of any bytes and headers.
  *
  * No Kafka server exists on the machines this project is built and tested
  * on.  librdkafka ships a mock cluster (rdkafka_mock.h) that speaks the real
  * wire protocol, keeps topics, consumer groups and committed offsets in
  * memory, and can inject faults.  This program wraps it so that any client
  * (the extension inside a PostgreSQL backend, kcat, a test script) can use
- * it like a real broker.  One binary, three modes:
+ * it like a real broker.  One binary, four modes:
  *
  *	serve	run the mock cluster until SIGTERM/SIGINT or "shutdown"
  *	ctl		send one control command to a running server
  *	fill	produce N deterministic machine_event_v1 records, fast
+ *	send	produce one record: value, key and headers given in hex
  *
  * Design decisions
  *
@@ -243,7 +245,8 @@ usage(FILE *out)
 {
 	fprintf(out,
 			"%s is kafka_lake's test broker: librdkafka's mock Kafka cluster on\n"
-			"127.0.0.1, controlled through a UNIX socket, plus a fast event producer.\n"
+			"127.0.0.1, controlled through a UNIX socket, plus a fast event producer\n"
+			"and a producer of single records.\n"
 			"\n"
 			"Usage:\n"
 			"  %s serve --dir DIR [--brokers N] [--topic NAME:PARTITIONS]...\n"
@@ -253,6 +256,8 @@ usage(FILE *out)
 			"        [--date YYYY-MM-DD] [--start K] [--machines M] [--bad-every B]\n"
 			"        [--timestamp event|now] [--compression CODEC] [-X PROP=VALUE]...\n"
 			"        [--timeout SECONDS] [--verbose]\n"
+			"  %s send --bootstrap HOST:PORT --topic T [--partition P] --value-hex HEX\n"
+			"        [--key-hex HEX] [--header NAME=HEX]... [--timeout SECONDS] [--verbose]\n"
 			"\n"
 			"serve options:\n"
 			"  --dir DIR            state directory: bootstrap, pid, control.sock\n"
@@ -276,6 +281,14 @@ usage(FILE *out)
 			"  The topic must exist.  Same arguments, same records (keys, values,\n"
 			"  timestamps, partitions).\n"
 			"\n"
+			"send options (one record; waits for it, prints its offset on stdout):\n"
+			"  --partition P        partition P (default: librdkafka's partitioner)\n"
+			"  --value-hex HEX      the value's bytes in hex (\"\": empty)\n"
+			"  --key-hex HEX        the key's bytes in hex (\"\": empty; default: no key)\n"
+			"  --header NAME=HEX    a header, in order (repeatable; NAME= : empty value)\n"
+			"  --timeout SECONDS    give up after this long (default 30)\n"
+			"  The topic must exist.\n"
+			"\n"
 			"Control commands (ctl), one reply each, \"ok [data]\" or \"error MESSAGE\":\n"
 			"  ping | bootstrap | clusterid | help\n"
 			"  create TOPIC PARTITIONS\n"
@@ -289,8 +302,9 @@ usage(FILE *out)
 			"  shutdown\n"
 			"\n"
 			"ctl exits 0 on ok (printing the data, if any), 1 on error, 2 when it\n"
-			"cannot reach the server.  Bad command lines exit %d.\n",
-			progname, progname, progname, progname, KLB_MAX_BROKERS,
+			"cannot reach the server.  fill and send exit 1 when a record is not\n"
+			"delivered.  Bad command lines exit %d.\n",
+			progname, progname, progname, progname, progname, KLB_MAX_BROKERS,
 			rd_kafka_err2name(DEFAULT_INJECTED_ERROR),
 			(int) DEFAULT_INJECTED_ERROR, KLB_EXIT_USAGE);
 }
@@ -2267,6 +2281,42 @@ ctl_main(int argc, char **argv)
 
 
 /* ----------------------------------------------------------------
+ *		Producers (fill and send): the topic check
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * topic_partitions_or_die / the partition count of TOPIC, which must exist
+ *
+ * The mock would auto-create a topic unknown to it with 4 partitions as soon
+ * as a producer names it, so both producers ask first, with a Metadata
+ * request for all topics (which creates nothing).
+ */
+static int
+topic_partitions_or_die(rd_kafka_t *rk, const char *bootstrap, const char *topic,
+						int timeout_ms)
+{
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+	int			partitions = -1;
+
+	err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		die("could not read metadata from %s: %s", bootstrap, rd_kafka_err2str(err));
+	for (int t = 0; t < md->topic_cnt; t++)
+	{
+		if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			partitions = md->topics[t].partition_cnt;
+	}
+	rd_kafka_metadata_destroy(md);
+	if (partitions <= 0)
+		die("topic \"%s\" does not exist on %s; create it first, e.g. with \"%s ctl --dir DIR create %s PARTITIONS\"",
+			topic, bootstrap, progname, topic);
+	return partitions;
+}
+
+
+/* ----------------------------------------------------------------
  *		fill: a fast producer of deterministic machine events
  * ----------------------------------------------------------------
  */
@@ -2425,11 +2475,10 @@ fill_main(int argc, char **argv)
 	rd_kafka_conf_t *conf;
 	rd_kafka_t *rk;
 	rd_kafka_topic_t *rkt;
-	const struct rd_kafka_metadata *md;
 	rd_kafka_resp_err_t err;
 	char		errstr[512];
 	FillState	fs;
-	int			topic_partitions = -1;
+	int			topic_partitions;
 	double		t0, t1;
 	bool		use_event_time;
 	char		value[1024];
@@ -2534,19 +2583,7 @@ fill_main(int argc, char **argv)
 	if (rk == NULL)
 		die("could not create producer: %s", errstr);
 
-	/* The topic must exist: the mock would auto-create it with 4 partitions. */
-	err = rd_kafka_metadata(rk, 1, NULL, &md, 10000);
-	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-		die("could not read metadata from %s: %s", bootstrap, rd_kafka_err2str(err));
-	for (int t = 0; t < md->topic_cnt; t++)
-	{
-		if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].err == RD_KAFKA_RESP_ERR_NO_ERROR)
-			topic_partitions = md->topics[t].partition_cnt;
-	}
-	rd_kafka_metadata_destroy(md);
-	if (topic_partitions <= 0)
-		die("topic \"%s\" does not exist on %s; create it first, e.g. with \"%s ctl --dir DIR create %s PARTITIONS\"",
-			topic, bootstrap, progname, topic);
+	topic_partitions = topic_partitions_or_die(rk, bootstrap, topic, 10000);
 	if (partitions == 0)
 		partitions = topic_partitions;
 	else if (partitions > topic_partitions)
@@ -2625,6 +2662,241 @@ fill_main(int argc, char **argv)
 
 
 /* ----------------------------------------------------------------
+ *		send: one record of any bytes, key and headers
+ *
+ * kafka_lake.produce() sets a value, a key and a partition, never headers;
+ * tests of what a landing does with headers (and with values no SQL string
+ * holds) produce with this.  Everything is given in hex, so any bytes pass
+ * through a shell unchanged; an empty hex string is empty bytes, which Kafka
+ * tells from a missing (null) key or header value.
+ * ----------------------------------------------------------------
+ */
+
+#define SEND_MAX_HEADERS	64
+
+typedef struct SendHeader
+{
+	char	   *name;			/* header name, NUL-terminated */
+	unsigned char *value;		/* its bytes (never NULL: empty is "") */
+	size_t		len;			/* their length */
+} SendHeader;
+
+typedef struct SendState
+{
+	bool		delivered;		/* the delivery report came */
+	rd_kafka_resp_err_t err;	/* its error, or NO_ERROR */
+	int64_t		offset;			/* the record's offset */
+	int32_t		partition;		/* the partition it went to */
+} SendState;
+
+/*
+ * hex_decode_or_usage / the bytes of the hex string HEX (either case, no
+ * separators) for option OPT, in malloc'ed memory that is never NULL;
+ * junk or an odd length is a usage error
+ */
+static unsigned char *
+hex_decode_or_usage(const char *opt, const char *hex, size_t *len)
+{
+	size_t		hlen = strlen(hex);
+	unsigned char *out;
+
+	if (hlen % 2 != 0)
+		usage_error("send: invalid hex for %s: odd number of digits (%zu)", opt, hlen);
+	out = malloc(hlen / 2 + 1);
+	if (out == NULL)
+		die("out of memory");
+	for (size_t i = 0; i < hlen; i += 2)
+	{
+		int			hi,
+					lo;
+
+		if (!isxdigit((unsigned char) hex[i]) || !isxdigit((unsigned char) hex[i + 1]))
+			usage_error("send: invalid hex for %s: \"%c%c\" at digit %zu",
+						opt, hex[i], hex[i + 1], i + 1);
+		hi = isdigit((unsigned char) hex[i]) ? hex[i] - '0' : (tolower((unsigned char) hex[i]) - 'a' + 10);
+		lo = isdigit((unsigned char) hex[i + 1]) ? hex[i + 1] - '0' : (tolower((unsigned char) hex[i + 1]) - 'a' + 10);
+		out[i / 2] = (unsigned char) (hi * 16 + lo);
+	}
+	*len = hlen / 2;
+	return out;
+}
+
+/*
+ * send_dr_cb / delivery report of the one record
+ */
+static void
+send_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+	SendState  *ss = (SendState *) opaque;
+
+	(void) rk;
+	ss->delivered = true;
+	ss->err = msg->err;
+	ss->offset = msg->offset;
+	ss->partition = msg->partition;
+}
+
+/*
+ * send_main / the "send" mode: produce one record, wait for its delivery,
+ * print its offset
+ */
+static int
+send_main(int argc, char **argv)
+{
+	const char *bootstrap = NULL;
+	const char *topic = NULL;
+	long		partition = -1; /* -1: librdkafka's partitioner */
+	long		timeout_s = 30;
+	unsigned char *value = NULL;
+	size_t		value_len = 0;
+	unsigned char *key = NULL;	/* NULL: no key (null) */
+	size_t		key_len = 0;
+	SendHeader	headers[SEND_MAX_HEADERS];
+	int			nheaders = 0;
+	rd_kafka_conf_t *conf;
+	rd_kafka_t *rk;
+	rd_kafka_headers_t *hdrs = NULL;
+	rd_kafka_resp_err_t err;
+	char		errstr[512];
+	char		tmo[32];
+	SendState	ss;
+	int			topic_partitions;
+	double		deadline;
+	int			i;
+
+	for (i = 0; i < argc; i++)
+	{
+		const char *a = argv[i];
+		const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0)
+		{
+			verbose = true;
+			continue;
+		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+		{
+			usage(stdout);
+			return 0;
+		}
+		if (v == NULL)
+			usage_error("send: unknown or incomplete option \"%s\"", a);
+		i++;
+		if (strcmp(a, "--bootstrap") == 0 || strcmp(a, "-b") == 0)
+			bootstrap = v;
+		else if (strcmp(a, "--topic") == 0 || strcmp(a, "-t") == 0)
+			topic = v;
+		else if (strcmp(a, "--partition") == 0 || strcmp(a, "-p") == 0)
+			partition = option_long(a, v, 0, KLB_MAX_PARTITIONS - 1);
+		else if (strcmp(a, "--timeout") == 0)
+			timeout_s = option_long(a, v, 1, 86400);
+		else if (strcmp(a, "--value-hex") == 0)
+		{
+			if (value != NULL)
+				usage_error("send: --value-hex given twice");
+			value = hex_decode_or_usage(a, v, &value_len);
+		}
+		else if (strcmp(a, "--key-hex") == 0)
+		{
+			if (key != NULL)
+				usage_error("send: --key-hex given twice");
+			key = hex_decode_or_usage(a, v, &key_len);
+		}
+		else if (strcmp(a, "--header") == 0)
+		{
+			const char *eq = strchr(v, '=');
+
+			if (eq == NULL || eq == v)
+				usage_error("send: --header expects NAME=HEX with a non-empty NAME, got \"%s\"", v);
+			if (nheaders >= SEND_MAX_HEADERS)
+				usage_error("send: more than %d headers", SEND_MAX_HEADERS);
+			headers[nheaders].name = strndup(v, (size_t) (eq - v));
+			if (headers[nheaders].name == NULL)
+				die("out of memory");
+			headers[nheaders].value = hex_decode_or_usage("--header", eq + 1, &headers[nheaders].len);
+			nheaders++;
+		}
+		else
+			usage_error("send: unknown option \"%s\"", a);
+	}
+	if (bootstrap == NULL)
+		usage_error("send: --bootstrap is required");
+	if (topic == NULL)
+		usage_error("send: --topic is required");
+	if (value == NULL)
+		usage_error("send: --value-hex is required (an empty string for an empty value)");
+	if (!valid_topic_name(topic))
+		usage_error("send: invalid topic name \"%s\"", topic);
+
+	memset(&ss, 0, sizeof(ss));
+	conf = rd_kafka_conf_new();
+	rd_kafka_conf_set_log_cb(conf, rdkafka_log_cb);
+	rd_kafka_conf_set_dr_msg_cb(conf, send_dr_cb);
+	rd_kafka_conf_set_opaque(conf, &ss);
+	conf_set_or_die(conf, "bootstrap.servers", bootstrap);
+	conf_set_or_die(conf, "client.id", "kafka_lake_broker-send");
+	conf_set_or_die(conf, "allow.auto.create.topics", "false");
+	conf_set_or_die(conf, "linger.ms", "0");
+	/* librdkafka gives up within --timeout and says why in the report */
+	snprintf(tmo, sizeof(tmo), "%ld", timeout_s * 1000);
+	conf_set_or_die(conf, "message.timeout.ms", tmo);
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+	if (rk == NULL)
+		die("could not create producer: %s", errstr);
+
+	topic_partitions = topic_partitions_or_die(rk, bootstrap, topic, (int) (timeout_s * 1000));
+	if (partition >= topic_partitions)
+		die("topic \"%s\" has %d partition(s): there is no partition %ld",
+			topic, topic_partitions, partition);
+
+	if (nheaders > 0)
+	{
+		hdrs = rd_kafka_headers_new((size_t) nheaders);
+		for (int h = 0; h < nheaders; h++)
+			rd_kafka_header_add(hdrs, headers[h].name, -1, headers[h].value,
+								(ssize_t) headers[h].len);
+	}
+	/* a non-NULL pointer of length 0 is an empty value or key, not a null one */
+	err = rd_kafka_producev(rk,
+							RD_KAFKA_V_TOPIC(topic),
+							RD_KAFKA_V_PARTITION(partition >= 0 ? (int32_t) partition : RD_KAFKA_PARTITION_UA),
+							RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+							RD_KAFKA_V_VALUE(value, value_len),
+							RD_KAFKA_V_KEY(key, key_len),
+							RD_KAFKA_V_HEADERS(hdrs),
+							RD_KAFKA_V_END);
+	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+	{
+		if (hdrs != NULL)
+			rd_kafka_headers_destroy(hdrs); /* not taken over on failure */
+		die("could not produce to %s: %s", topic, rd_kafka_err2str(err));
+	}
+
+	/* message.timeout.ms reports a failure by then; a second more for the report */
+	deadline = monotonic_seconds() + (double) timeout_s + 1.0;
+	while (!ss.delivered && monotonic_seconds() < deadline)
+		rd_kafka_poll(rk, 100);
+	if (!ss.delivered)
+		die("no delivery report for the record to %s within %ld s", topic, timeout_s);
+	if (ss.err != RD_KAFKA_RESP_ERR_NO_ERROR)
+		die("the record to %s was not delivered: %s", topic, rd_kafka_err2str(ss.err));
+	note("delivered to %s [%d] at offset %" PRId64, topic, (int) ss.partition, ss.offset);
+	printf("%" PRId64 "\n", ss.offset);
+	fflush(stdout);
+
+	rd_kafka_destroy(rk);
+	free(value);
+	free(key);
+	for (int h = 0; h < nheaders; h++)
+	{
+		free(headers[h].name);
+		free(headers[h].value);
+	}
+	return 0;
+}
+
+
+/* ----------------------------------------------------------------
  *		main
  * ----------------------------------------------------------------
  */
@@ -2640,7 +2912,7 @@ main(int argc, char **argv)
 		progname = argv[0];
 
 	if (argc < 2)
-		usage_error("no mode given: serve, ctl or fill");
+		usage_error("no mode given: serve, ctl, fill or send");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 		strcmp(argv[1], "help") == 0)
 	{
@@ -2653,5 +2925,7 @@ main(int argc, char **argv)
 		return ctl_main(argc - 2, argv + 2);
 	if (strcmp(argv[1], "fill") == 0)
 		return fill_main(argc - 2, argv + 2);
-	usage_error("unknown mode \"%s\": expected serve, ctl or fill", argv[1]);
+	if (strcmp(argv[1], "send") == 0)
+		return send_main(argc - 2, argv + 2);
+	usage_error("unknown mode \"%s\": expected serve, ctl, fill or send", argv[1]);
 }
