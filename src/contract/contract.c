@@ -1951,11 +1951,31 @@ kl_contract_judge(const KlContract *c, const KlJudgeInput *in, KlPool *out,
 	}
 	if (c->confluent_framing)
 	{
-		/* Confluent's wire format: magic byte 0, a 4-byte schema id, the JSON */
-		if (len < 5 || (unsigned char) value[0] != 0)
-			return "not a value in Confluent's wire format: it must start with magic byte 0 and a 4-byte schema id";
-		value += 5;
-		len -= 5;
+		bool		in_header = false;
+
+		/*
+		 * Confluent's wire format: magic byte 0 and a 4-byte schema id, or
+		 * magic byte 1 and a 16-byte GUID, then the JSON; or the JSON alone,
+		 * its schema named by a __value_schema_id header.
+		 */
+		for (int h = 0; h < in->nheaders && !in_header; h++)
+			in_header = in->headers[h].value != NULL &&
+				strcmp(in->headers[h].name, "__value_schema_id") == 0;
+		if (!in_header)
+		{
+			if (len >= 5 && (unsigned char) value[0] == 0)
+			{
+				value += 5;
+				len -= 5;
+			}
+			else if (len >= 17 && (unsigned char) value[0] == 1)
+			{
+				value += 17;
+				len -= 17;
+			}
+			else
+				return "not a value in Confluent's wire format: it must start with magic byte 0 and a 4-byte schema id, or magic byte 1 and a 16-byte schema GUID";
+		}
 	}
 	if (len == 0)
 		return "empty value";

@@ -209,12 +209,13 @@ SELECT kafka_lake.create_contract('json29e', '{"type": "object", "framing": "con
   "properties": {"a": {"type": "integer"}}, "required": ["a"]}');
 SELECT kafka_lake.create_source('json29e', 'avro29e', 'json29e.t', contract => 'json29e');
 SELECT kafka_lake.produce('avro29e', 'json29e.t', v, partition => 0)
-  FROM unnest(ARRAY[pg_temp.framed(5, convert_to('{"a": 1}', 'UTF8')), convert_to('{"a": 2}', 'UTF8')]) WITH ORDINALITY AS x(v, n)
+  FROM unnest(ARRAY[pg_temp.framed(5, convert_to('{"a": 1}', 'UTF8')), convert_to('{"a": 2}', 'UTF8'),
+                    '\x01'::bytea || decode(repeat('ab', 16), 'hex') || convert_to('{"a": 3}', 'UTF8')]) WITH ORDINALITY AS x(v, n)
  ORDER BY n;
 \o
 SELECT results_eq($$SELECT records, accepted, quarantined FROM kafka_lake.land('json29e')$$,
-  $$VALUES (2, 1, 1)$$, 'a JSON contract with "framing": "confluent" judges the JSON after the 5-byte prefix');
-SELECT is((SELECT a FROM kafka_lake.json29e_events), 1::bigint, 'and the event reads back');
+  $$VALUES (3, 2, 1)$$, 'a JSON contract with "framing": "confluent" judges the JSON after the prefix of an id or a GUID');
+SELECT is((SELECT string_agg(a::text, ',' ORDER BY a) FROM kafka_lake.json29e_events), '1,3', 'and the events read back');
 SELECT alike((SELECT validation_error FROM kafka_lake.json29e_records WHERE status = 'quarantined'),
   'not a value in Confluent''s wire format%', 'a value without the prefix is quarantined');
 

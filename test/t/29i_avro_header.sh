@@ -8,7 +8,7 @@
 # quarantines its record with the header named.  The records are produced with their
 # headers by the test broker's `send`.  Needs the broker, the registry peer and node.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 7
+plan 8
 dir=$(cd "$(dirname "$0")/../registry" && pwd)
 q() { psql -X -A -t -q -d kl_test -v ON_ERROR_STOP=1 "$@" 2>&1; }
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d' + sys.argv[1]))" "$1" <<<"$out"; }
@@ -24,6 +24,7 @@ ok "[ -n '$id' ] && [ '$(field "['records'][0]['header_hex']")' = '01$(field "['
 
 "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$topic" 1 >/dev/null
 "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$topic.classic" 1 >/dev/null
+"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$topic.json" 1 >/dev/null
 q >/dev/null <<SQL
 CREATE SERVER hdr29i FOREIGN DATA WRAPPER kafka_lake
   OPTIONS (brokers '$KL_BOOTSTRAP', "schema.registry.url" '$KL_REGISTRY_URL');
@@ -31,6 +32,9 @@ SELECT kafka_lake.create_contract('hdr29i', '{"format": "avro", "server": "hdr29
   "event_id": "order_id", "business_date": {"field": "day"}}');
 SELECT kafka_lake.create_source('hdr29i', 'hdr29i', '$topic', contract => 'hdr29i');
 SELECT kafka_lake.create_source('hdr29i_classic', 'hdr29i', '$topic.classic', contract => 'hdr29i');
+SELECT kafka_lake.create_contract('hdr29i_json', '{"type": "object", "framing": "confluent",
+  "properties": {"a": {"type": "integer"}}, "required": ["a"]}');
+SELECT kafka_lake.create_source('hdr29i_json', 'hdr29i', '$topic.json', contract => 'hdr29i_json');
 SQL
 for i in 0 1; do
 	send "$topic" "$(field "['records'][$i]['value_hex']")" "$(field "['records'][$i]['header_hex']")"
@@ -58,8 +62,14 @@ like "$(q -c "SELECT validation_error FROM kafka_lake.hdr29i_records WHERE statu
 	"not an Avro value in Confluent's wire format (header __value_schema_id): unknown magic byte" \
 	"a header that is no schema id quarantines its record, naming the header"
 
+# JSON through the registry in the header form: the value is the JSON alone
+send "$topic.json" "$(printf '{"a": 4}' | xxd -p)" "00$(printf '%08x' "$id")"
+is "$(q -c "SELECT records || ' ' || accepted FROM kafka_lake.land('hdr29i_json')" -c "SELECT a FROM kafka_lake.hdr29i_json_events")" \
+	"$(printf '1 1\n4')" "a JSON contract with \"framing\": \"confluent\" reads a value whose schema id is in the header"
+
 q >/dev/null <<'SQL'
 SELECT kafka_lake.drop_source('hdr29i', drop_landing => true);
 SELECT kafka_lake.drop_source('hdr29i_classic', drop_landing => true);
+SELECT kafka_lake.drop_source('hdr29i_json', drop_landing => true);
 DROP SERVER hdr29i;
 SQL
