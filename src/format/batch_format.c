@@ -19,7 +19,7 @@
  * implementation's tools read our landing byte for byte.  One JSON object
  * per line, LF-terminated:
  *
- *	accepted	{"event": {...}, "kafka": {...}}
+ *	accepted	{"event": {...}, "kafka": {...}[, "raw_value"...: Avro]}
  *	duplicates	{"duplicate_of": {"offset", "partition", "topic"},
  *				 "event": ..., "kafka": ...}
  *	quarantine	{"kafka": ..., "raw_value": "..." | "raw_value_base64": "...",
@@ -44,7 +44,10 @@
  * it, in the sorted order of the layout.  A line is self-describing: no
  * reader needs the contract to read it, and a landing stays readable when
  * the time zone rules change.  An accepted record of a raw contract has no
- * "event" but the "raw_value" (or "raw_value_base64") a quarantine line has.
+ * "event" but the "raw_value" (or "raw_value_base64") a quarantine line has;
+ * one of an Avro contract has both, the decoded event and the value as it
+ * was received (framing included), so that the landing shows what was
+ * received and not only what a reader schema made of it.
  * The manifest of a batch that another contract than machine_event_v1 judged
  * names the contract and its version (machine_event_v1's keeps exactly the
  * reference implementation's keys), and a readmit unit's (readmit.c) says
@@ -539,9 +542,14 @@ kl_batch_append_line(StringInfo buf, const KlRecord *r, const char *topic_json, 
 				appendStringInfoString(buf, ", ");
 			}
 			kl_append_kafka(buf, r, topic_json, partition);
-			if (r->event.json == NULL)
+			if (r->event.json == NULL || r->avro_payload != NULL)
 			{
-				/* accepted as it is (a raw contract) */
+				/*
+				 * Accepted as it is (a raw contract), or decoded from Avro:
+				 * the value as received is kept next to its decoding, which
+				 * a reader schema and normalisation made and which cannot
+				 * give the bytes back.
+				 */
 				appendStringInfoString(buf, ", ");
 				kl_append_raw_value(buf, r);
 			}

@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(38);
+SELECT plan(40);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -123,6 +123,17 @@ FROM pg_ls_dir(kl_test.landing('orders29e') || '/topic=orders29e.t/partition=0')
 WHERE d LIKE 'batch=%';
 SELECT is((SELECT count(*) FROM produced p JOIN pg_temp.landed l USING (n) WHERE l.value = p.v), 5::bigint,
   'the five quarantined records keep their exact bytes');
+-- and the accepted ones keep theirs next to the decoded event
+SELECT is((SELECT string_agg(n::text, ',' ORDER BY n) FROM produced p JOIN (
+    SELECT (l::jsonb #>> '{kafka,offset}')::int AS n, decode(l::jsonb ->> 'raw_value_base64', 'base64') AS value, l::jsonb ? 'event' AS decoded
+      FROM pg_ls_dir(kl_test.landing('orders29e') || '/topic=orders29e.t/partition=0') AS d,
+           regexp_split_to_table(rtrim(pg_read_file(kl_test.landing('orders29e') || '/topic=orders29e.t/partition=0/'
+                                                     || d || '/accepted.jsonl'), E'\n'), E'\n') AS l
+     WHERE d LIKE 'batch=%') a USING (n) WHERE a.value = p.v AND a.decoded), '0,2',
+  'an accepted Avro line keeps the value as received (framing included) next to its decoded event');
+SELECT is((SELECT count(*) FROM kafka_lake.orders29e_records r JOIN produced p ON p.n = r."offset"
+            WHERE r.status = 'accepted' AND decode(r.raw_value, 'base64') = p.v AND r.event IS NOT NULL), 2::bigint,
+  'and the foreign table shows it as raw_value');
 
 -- the manifest says which writer schema id each Avro record was framed with
 SELECT is((SELECT string_agg((e->>'offset') || ':' || coalesce(e->>'schema_id', '-'), ' ' ORDER BY (e->>'offset')::int)
