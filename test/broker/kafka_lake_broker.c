@@ -3,8 +3,8 @@
  * kafka_lake_broker.c
  *	  Test and demo Kafka broker for kafka_lake: librdkafka's mock cluster
  *	  served over real TCP on 127.0.0.1, a control client for fault
- *	  injection, a fast producer of seed-style machine events, and a
- *	  producer of one record of any bytes and headers.
+ *	  injection, a fast producer of seed-style machine events (JSON or
+ *	  Avro), and a producer of one record of any bytes and headers.
  *
  * No Kafka server exists on the machines this project is built and tested
  * on.  librdkafka ships a mock cluster (rdkafka_mock.h) that speaks the real
@@ -15,7 +15,8 @@
  *
  *	serve	run the mock cluster until SIGTERM/SIGINT or "shutdown"
  *	ctl		send one control command to a running server
- *	fill	produce N deterministic machine_event_v1 records, fast
+ *	fill	produce N deterministic machine_event_v1 records, fast, as JSON
+ *			or as Avro in Confluent's wire format (--avro-schema-id)
  *	send	produce one record: value, key and headers given in hex
  *
  * Design decisions
@@ -255,7 +256,7 @@ usage(FILE *out)
 			"  %s fill --bootstrap HOST:PORT --topic T --count N [--partitions P]\n"
 			"        [--date YYYY-MM-DD] [--start K] [--machines M] [--bad-every B]\n"
 			"        [--timestamp event|now] [--compression CODEC] [-X PROP=VALUE]...\n"
-			"        [--timeout SECONDS] [--verbose]\n"
+			"        [--avro-schema-id N] [--timeout SECONDS] [--verbose]\n"
 			"  %s send --bootstrap HOST:PORT --topic T [--partition P] --value-hex HEX\n"
 			"        [--key-hex HEX] [--header NAME=HEX]... [--timeout SECONDS] [--verbose]\n"
 			"\n"
@@ -274,9 +275,13 @@ usage(FILE *out)
 			"  --partitions P       round-robin over partitions 0..P-1 (default: all)\n"
 			"  --date YYYY-MM-DD    business date (default 2026-06-29)\n"
 			"  --machines M         machine-001..machine-M (default 10)\n"
-			"  --bad-every B        every event number divisible by B is invalid JSON\n"
+			"  --bad-every B        every event number divisible by B is cut in half\n"
+			"                       (invalid JSON, or a truncated Avro datum)\n"
 			"  --timestamp event    record timestamp = event_time (default), or: now\n"
 			"  --compression CODEC  none, gzip, snappy, lz4 (default), zstd\n"
+			"  --avro-schema-id N   values in Confluent's wire format: byte 0, N (4 bytes,\n"
+			"                       big-endian), the Avro datum of the same 13 fields\n"
+			"                       (test/fixtures/avro/cases.jsonl, \"machine event\")\n"
 			"  -X PROP=VALUE        any librdkafka producer property\n"
 			"  The topic must exist.  Same arguments, same records (keys, values,\n"
 			"  timestamps, partitions).\n"
@@ -2318,6 +2323,21 @@ topic_partitions_or_die(rd_kafka_t *rk, const char *bootstrap, const char *topic
 
 /* ----------------------------------------------------------------
  *		fill: a fast producer of deterministic machine events
+ *
+ * An event is a function of its number alone (machine_event_make), written
+ * either as one machine_event_v1 JSON object (machine_event_json) or, with
+ * --avro-schema-id, as an Avro datum in Confluent's wire format
+ * (machine_event_avro).  The Avro writer schema is the "machine event" case
+ * of test/fixtures/avro/cases.jsonl (test/avro/generate.js), the same 13
+ * fields in the same order:
+ *
+ *	event_id string, schema_version int,
+ *	event_time long (timestamp-millis), business_date int (date),
+ *	plant_id, line_id, work_order_id, machine_id, product_code, operation
+ *	strings, units_produced, defect_count, cycle_time_ms ints
+ *
+ * so a JSON and an Avro fill with the same arguments hold the same events
+ * under the same keys, partitions and offsets.
  * ----------------------------------------------------------------
  */
 
@@ -2331,6 +2351,28 @@ typedef struct FillState
 	long		failed;			/* delivery reports with an error */
 	char		first_error[256];	/* text of the first failure */
 } FillState;
+
+typedef struct FillDate
+{
+	const char *date;			/* business date, YYYY-MM-DD */
+	char		compact[9];		/* the same, YYYYMMDD (in event_ids) */
+	long		day_epoch;		/* the same, days since 1970-01-01 */
+} FillDate;
+
+typedef struct MachineEvent
+{
+	long		seq;			/* event number: event_id, work order, time */
+	char		machine_id[32]; /* machine-NNN, also the record key */
+	int			line;			/* line-NN */
+	char		product;		/* prd-X */
+	const char *operation;		/* one of operations[] */
+	int			units;			/* units_produced */
+	int			defects;		/* defect_count, <= units */
+	int			cycle_ms;		/* cycle_time_ms */
+	long		secs;			/* event time, seconds after local midnight */
+	long		work_order;		/* wo-NNNNNN */
+	int64_t		time_ms;		/* event time, ms since the epoch (UTC) */
+} MachineEvent;
 
 /*
  * mix64 / a fixed 64-bit mixing function (splitmix64's finaliser), so each
@@ -2408,35 +2450,41 @@ fill_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 }
 
 /*
- * build_event / format event number SEQ as one machine_event_v1 JSON
- * object into BUF, and its machine_id (the record key) into KEY
+ * machine_event_make / the attributes of event number SEQ
  *
  * Every attribute is a function of SEQ (and the date and machine count)
  * alone, so the same arguments always give the same bytes.  Event times
  * run from 08:00:00 (+09:00) one second per event, wrapping after 12 h so
  * they stay within the business date.
  */
-static int
-build_event(char *buf, size_t size, long seq, const char *date, const char *date_compact,
-			int machines, char *key, size_t keysize, int64_t *timestamp_ms,
-			long day_epoch)
+static void
+machine_event_make(MachineEvent *ev, long seq, const FillDate *fd, int machines)
 {
 	uint64_t	h = mix64((uint64_t) seq);
 	int			machine = 1 + (int) (h % (uint64_t) machines);
-	int			line = 1 + (machine - 1) % 4;
-	char		product = (char) ('a' + (int) ((h >> 16) % 5));
-	const char *operation = operations[(h >> 24) % 6];
-	int			units = (int) ((h >> 32) % 101);
-	int			defects = (int) ((h >> 40) % (uint64_t) (units / 10 + 2));
-	int			cycle_ms = 2000 + (int) ((h >> 48) % 6000);
-	long		secs = 8 * 3600 + seq % (12 * 3600);
-	long		work_order = 1 + (seq - 1) / 100;
 
-	if (defects > units)
-		defects = units;
-	snprintf(key, keysize, "machine-%03d", machine);
-	*timestamp_ms = ((int64_t) day_epoch * 86400 + secs - 9 * 3600) * 1000;
+	ev->seq = seq;
+	ev->line = 1 + (machine - 1) % 4;
+	ev->product = (char) ('a' + (int) ((h >> 16) % 5));
+	ev->operation = operations[(h >> 24) % 6];
+	ev->units = (int) ((h >> 32) % 101);
+	ev->defects = (int) ((h >> 40) % (uint64_t) (ev->units / 10 + 2));
+	ev->cycle_ms = 2000 + (int) ((h >> 48) % 6000);
+	ev->secs = 8 * 3600 + seq % (12 * 3600);
+	ev->work_order = 1 + (seq - 1) / 100;
+	if (ev->defects > ev->units)
+		ev->defects = ev->units;
+	snprintf(ev->machine_id, sizeof(ev->machine_id), "machine-%03d", machine);
+	ev->time_ms = ((int64_t) fd->day_epoch * 86400 + ev->secs - 9 * 3600) * 1000;
+}
 
+/*
+ * machine_event_json / EV as one machine_event_v1 JSON object in BUF;
+ * returns its length
+ */
+static int
+machine_event_json(char *buf, size_t size, const MachineEvent *ev, const FillDate *fd)
+{
 	return snprintf(buf, size,
 					"{\"event_id\":\"evt-%s-%06ld\",\"schema_version\":1,"
 					"\"event_time\":\"%sT%02ld:%02ld:%02ld+09:00\",\"business_date\":\"%s\","
@@ -2444,11 +2492,88 @@ build_event(char *buf, size_t size, long seq, const char *date, const char *date
 					"\"work_order_id\":\"wo-%06ld\",\"machine_id\":\"%s\","
 					"\"product_code\":\"prd-%c\",\"operation\":\"%s\","
 					"\"units_produced\":%d,\"defect_count\":%d,\"cycle_time_ms\":%d}",
-					date_compact, seq,
-					date, secs / 3600, (secs / 60) % 60, secs % 60, date,
-					line, work_order, key, product, operation,
-					units, defects, cycle_ms);
+					fd->compact, ev->seq,
+					fd->date, ev->secs / 3600, (ev->secs / 60) % 60, ev->secs % 60, fd->date,
+					ev->line, ev->work_order, ev->machine_id, ev->product, ev->operation,
+					ev->units, ev->defects, ev->cycle_ms);
 }
+
+/*
+ * avro_put_long / V as an Avro int or long (zigzag, then base-128 varint,
+ * low group first) at P; returns the bytes written (at most 10)
+ */
+static size_t
+avro_put_long(unsigned char *p, int64_t v)
+{
+	uint64_t	z = ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+	size_t		n = 0;
+
+	while (z >= 0x80)
+	{
+		p[n++] = (unsigned char) (z | 0x80);
+		z >>= 7;
+	}
+	p[n++] = (unsigned char) z;
+	return n;
+}
+
+/*
+ * avro_put_string / S as an Avro string (its length as a long, then its
+ * bytes) at P; returns the bytes written
+ */
+static size_t
+avro_put_string(unsigned char *p, const char *s)
+{
+	size_t		len = strlen(s);
+	size_t		n = avro_put_long(p, (int64_t) len);
+
+	memcpy(p + n, s, len);
+	return n + len;
+}
+
+/*
+ * machine_event_avro / EV in Confluent's wire format into BUF: the magic
+ * byte 0, SCHEMA_ID as 4 bytes big-endian, then the Avro binary datum of
+ * the "machine event" writer schema (the field order of the block comment
+ * above); returns its length
+ *
+ * Every string is at most 32 bytes and every number at most 10, so the
+ * datum stays far below FILL_VALUE_MAX.
+ */
+static int
+machine_event_avro(unsigned char *buf, uint32_t schema_id, const MachineEvent *ev,
+				   const FillDate *fd)
+{
+	char		s[64];
+	size_t		n = 0;
+
+	buf[n++] = 0;
+	buf[n++] = (unsigned char) (schema_id >> 24);
+	buf[n++] = (unsigned char) (schema_id >> 16);
+	buf[n++] = (unsigned char) (schema_id >> 8);
+	buf[n++] = (unsigned char) schema_id;
+
+	snprintf(s, sizeof(s), "evt-%s-%06ld", fd->compact, ev->seq);
+	n += avro_put_string(buf + n, s);	/* event_id */
+	n += avro_put_long(buf + n, 1); /* schema_version */
+	n += avro_put_long(buf + n, ev->time_ms);	/* event_time */
+	n += avro_put_long(buf + n, fd->day_epoch); /* business_date */
+	n += avro_put_string(buf + n, "plant-01");	/* plant_id */
+	snprintf(s, sizeof(s), "line-%02d", ev->line);
+	n += avro_put_string(buf + n, s);	/* line_id */
+	snprintf(s, sizeof(s), "wo-%06ld", ev->work_order);
+	n += avro_put_string(buf + n, s);	/* work_order_id */
+	n += avro_put_string(buf + n, ev->machine_id);	/* machine_id */
+	snprintf(s, sizeof(s), "prd-%c", ev->product);
+	n += avro_put_string(buf + n, s);	/* product_code */
+	n += avro_put_string(buf + n, ev->operation);	/* operation */
+	n += avro_put_long(buf + n, ev->units); /* units_produced */
+	n += avro_put_long(buf + n, ev->defects);	/* defect_count */
+	n += avro_put_long(buf + n, ev->cycle_ms);	/* cycle_time_ms */
+	return (int) n;
+}
+
+#define FILL_VALUE_MAX	1024	/* room for one event's value, either form */
 
 /*
  * fill_main / the "fill" mode
@@ -2458,7 +2583,6 @@ fill_main(int argc, char **argv)
 {
 	const char *bootstrap = NULL;
 	const char *topic = NULL;
-	const char *date = "2026-06-29";
 	const char *compression = "lz4";
 	const char *timestamps = "event";
 	long		count = -1;
@@ -2467,11 +2591,11 @@ fill_main(int argc, char **argv)
 	long		machines = 10;
 	long		bad_every = 0;
 	long		timeout_s = 300;
+	long		avro_schema_id = -1;	/* -1: JSON values */
 	char	  **props = NULL;
 	int			nprops = 0;
-	char		date_compact[9];
+	FillDate	fd;
 	int			y, m, d;
-	long		day_epoch;
 	rd_kafka_conf_t *conf;
 	rd_kafka_t *rk;
 	rd_kafka_topic_t *rkt;
@@ -2481,10 +2605,10 @@ fill_main(int argc, char **argv)
 	int			topic_partitions;
 	double		t0, t1;
 	bool		use_event_time;
-	char		value[1024];
-	char		key[32];
+	char		value[FILL_VALUE_MAX];
 	int			i;
 
+	fd.date = "2026-06-29";
 	for (i = 0; i < argc; i++)
 	{
 		const char *a = argv[i];
@@ -2512,7 +2636,7 @@ fill_main(int argc, char **argv)
 		else if (strcmp(a, "--partitions") == 0)
 			partitions = option_long(a, v, 1, KLB_MAX_PARTITIONS);
 		else if (strcmp(a, "--date") == 0)
-			date = v;
+			fd.date = v;
 		else if (strcmp(a, "--start") == 0)
 			start = option_long(a, v, 1, 100000000000L);
 		else if (strcmp(a, "--machines") == 0)
@@ -2525,6 +2649,8 @@ fill_main(int argc, char **argv)
 			compression = v;
 		else if (strcmp(a, "--timestamp") == 0)
 			timestamps = v;
+		else if (strcmp(a, "--avro-schema-id") == 0)
+			avro_schema_id = option_long(a, v, 0, INT32_MAX);
 		else if (strcmp(a, "-X") == 0)
 		{
 			if (strchr(v, '=') == NULL)
@@ -2545,17 +2671,17 @@ fill_main(int argc, char **argv)
 		usage_error("fill: --count is required");
 	if (!valid_topic_name(topic))
 		usage_error("fill: invalid topic name \"%s\"", topic);
-	if (!parse_date(date, &y, &m, &d))
-		usage_error("fill: invalid --date \"%s\": expected YYYY-MM-DD", date);
+	if (!parse_date(fd.date, &y, &m, &d))
+		usage_error("fill: invalid --date \"%s\": expected YYYY-MM-DD", fd.date);
 	if (strcmp(timestamps, "event") != 0 && strcmp(timestamps, "now") != 0)
 		usage_error("fill: invalid --timestamp \"%s\": expected event or now", timestamps);
 	use_event_time = strcmp(timestamps, "event") == 0;
 	/* YYYYMMDD, from the validated YYYY-MM-DD */
-	memcpy(date_compact, date, 4);
-	memcpy(date_compact + 4, date + 5, 2);
-	memcpy(date_compact + 6, date + 8, 2);
-	date_compact[8] = '\0';
-	day_epoch = days_from_civil(y, m, d);
+	memcpy(fd.compact, fd.date, 4);
+	memcpy(fd.compact + 4, fd.date + 5, 2);
+	memcpy(fd.compact + 6, fd.date + 8, 2);
+	fd.compact[8] = '\0';
+	fd.day_epoch = days_from_civil(y, m, d);
 
 	memset(&fs, 0, sizeof(fs));
 	conf = rd_kafka_conf_new();
@@ -2598,13 +2724,16 @@ fill_main(int argc, char **argv)
 	for (long n = start; n < start + count; n++)
 	{
 		int32_t		partition = (int32_t) ((n - 1) % partitions);
-		int64_t		ts;
+		MachineEvent ev;
 		int			len;
 
-		len = build_event(value, sizeof(value), n, date, date_compact, (int) machines,
-						  key, sizeof(key), &ts, day_epoch);
+		machine_event_make(&ev, n, &fd, (int) machines);
+		if (avro_schema_id >= 0)
+			len = machine_event_avro((unsigned char *) value, (uint32_t) avro_schema_id, &ev, &fd);
+		else
+			len = machine_event_json(value, sizeof(value), &ev, &fd);
 		if (bad_every > 0 && n % bad_every == 0)
-			len /= 2;			/* truncated JSON: not a valid value */
+			len /= 2;			/* truncated: not a valid value */
 
 		for (;;)
 		{
@@ -2613,8 +2742,8 @@ fill_main(int argc, char **argv)
 									RD_KAFKA_V_PARTITION(partition),
 									RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 									RD_KAFKA_V_VALUE(value, (size_t) len),
-									RD_KAFKA_V_KEY(key, strlen(key)),
-									RD_KAFKA_V_TIMESTAMP(use_event_time ? ts : 0),
+									RD_KAFKA_V_KEY(ev.machine_id, strlen(ev.machine_id)),
+									RD_KAFKA_V_TIMESTAMP(use_event_time ? ev.time_ms : 0),
 									RD_KAFKA_V_END);
 			if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
 				break;
@@ -2646,9 +2775,9 @@ fill_main(int argc, char **argv)
 	rd_kafka_topic_destroy(rkt);
 	rd_kafka_destroy(rk);
 
-	note("%ld records in %.2f s (%.0f records/s), %ld partition(s), compression %s",
+	note("%ld records in %.2f s (%.0f records/s), %ld partition(s), compression %s, %s",
 		 fs.delivered, t1 - t0, (t1 > t0) ? (double) fs.delivered / (t1 - t0) : 0.0,
-		 partitions, compression);
+		 partitions, compression, avro_schema_id >= 0 ? "Avro" : "JSON");
 	if (fs.failed > 0)
 	{
 		fprintf(stderr, "%s: %ld of %ld record(s) failed; first error: %s\n",
