@@ -3,15 +3,27 @@
 # file, and against the pipeline a DBA would script instead (kcat to a file,
 # then COPY into a table with a primary key on event_id), all measured in the
 # same run on the same broker and cluster, and the landing backend's peak
-# memory.
+# memory; and land() of the same events encoded as Avro against land() of
+# them as JSON.
 #
 #   bench/land.sh            (env: PGHOST PGPORT PGUSER PGDATABASE
-#                             KL_BOOTSTRAP KL_BROKER KL_BROKER_DIR, as set by
-#                             test/lib/env.sh; bench/run does all of it)
+#                             KL_BOOTSTRAP KL_BROKER KL_BROKER_DIR
+#                             KL_REGISTRY KL_REGISTRY_DIR KL_REGISTRY_URL, as
+#                             set by test/lib/env.sh; bench/run does all of it)
 #
 # Fills a topic of 100 partitions with 1,000,000 seed-style events (the test
-# broker keeps about 5 MiB per partition, see test/broker/README.md), then, each
-# KL_BENCH_RUNS times (default 3) and interleaved:
+# broker keeps about 5 MiB per partition, see test/broker/README.md), and a
+# second topic of as many partitions with the same events as Avro in
+# Confluent's wire format (kafka_lake_broker fill --avro-schema-id: the same
+# keys, partitions, offsets and record timestamps; the writer schema is the
+# "machine event" case of test/fixtures/avro/cases.jsonl, registered under a
+# subject of the Schema Registry test peer).  A sanity step reads the first,
+# a middle and the last event of both topics with kcat and fails the bench
+# unless kafka_lake.avro_decode() of the Avro value (its 5-byte framing
+# checked and stripped) has the JSON value's fields, in its order, with its
+# values (event_time compared as timestamptz: JSON writes +09:00, Avro's
+# timestamp-millis reads back in UTC).  Then, each KL_BENCH_RUNS times
+# (default 3) and interleaved:
 #   kcat, default settings:  kcat -C -e -o beginning -f '%s\n' > file
 #   kcat, tuned queue:       the same with queued.min.messages=2000000,
 #                            queued.max.messages.kbytes=1048576 (the best
@@ -25,6 +37,16 @@
 #                            owner writes, judged by the same engine): the
 #                            ratio to the built-in says what a contract of
 #                            one's own costs (goal: within 10 %)
+#   kafka_lake, Avro:        the same with a source on the Avro topic, through
+#                            a server with "schema.registry.url" and an Avro
+#                            contract over the subject (create_contract with
+#                            "server" and "subject": the schema fetched and
+#                            embedded), with machine_event_v1's event_id,
+#                            schema_version, business_date field, rule,
+#                            normalisations of the strings and natural key;
+#                            every record must be accepted.  The ratio
+#                            json_land_time / avro_land_time says whether the
+#                            smaller, typed encoding lands faster (goal >= 1.0)
 #   kcat + COPY:             kcat with default settings to a file, then in one
 #                            psql session and one transaction
 #                              CREATE TEMP TABLE staging (line text) ON COMMIT DROP;
@@ -36,7 +58,8 @@
 #                              events (event_id text PRIMARY KEY, payload json NOT NULL)
 #                            timed end to end, kcat included
 # and prints the CPU, the absolute medians and the ratios baseline_time /
-# land_time (> 1 means land is faster).  Every land writes, fsyncs and
+# land_time (> 1 means land is faster; for Avro, the JSON land's time over
+# the Avro land's: > 1 means Avro lands faster).  Every land writes, fsyncs and
 # commits everything, and kcat only writes its file; that is the comparison
 # the first two ratios make.
 #
@@ -70,9 +93,10 @@
 # synced, so that no step pays for the dirty pages of the one before.
 set -euo pipefail
 
-for v in PGHOST PGPORT PGUSER PGDATABASE KL_BOOTSTRAP KL_BROKER KL_BROKER_DIR; do
+for v in PGHOST PGPORT PGUSER PGDATABASE KL_BOOTSTRAP KL_BROKER KL_BROKER_DIR \
+	KL_REGISTRY KL_REGISTRY_DIR KL_REGISTRY_URL; do
 	if [ -z "${!v:-}" ]; then
-		echo "bench/land.sh: $v is not set (run bench/run, or source test/lib/env.sh and start a cluster and the broker)" >&2
+		echo "bench/land.sh: $v is not set (run bench/run, or source test/lib/env.sh and start a cluster, the broker and the registry peer)" >&2
 		exit 2
 	fi
 done
@@ -81,11 +105,15 @@ COUNT=${KL_BENCH_COUNT:-1000000}
 PARTITIONS=${KL_BENCH_PARTITIONS:-100}
 RUNS=${KL_BENCH_RUNS:-3}
 TOPIC=bench.land.$(date +%s)
+AVRO_TOPIC=$TOPIC.avro
+SUBJECT=$AVRO_TOPIC-value
+root=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${KL_BENCH_OUT:-$(mktemp -d /tmp/kl_bench_land.XXXXXX)}
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 log() { printf '== %s\n' "$*" >&2; }
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+runs() { awk '{printf "%s%.2f", (NR > 1 ? ", " : ""), $1}'; }
 
 psql -X -q -v ON_ERROR_STOP=1 <<-SQL
 	CREATE EXTENSION IF NOT EXISTS kafka_lake CASCADE;
@@ -98,7 +126,70 @@ SQL
 log "filling $TOPIC with $COUNT events over $PARTITIONS partitions"
 "$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$TOPIC" --count "$COUNT" --partitions "$PARTITIONS" 2>/dev/null
 
+# the same events as Avro: the writer schema under a subject of the registry
+# peer, a server that names the registry, an Avro contract over the subject
+schema=$(python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    c = json.loads(line)
+    if c["name"] == "machine event":
+        print(c["writer"])' "$root/test/fixtures/avro/cases.jsonl")
+[ -n "$schema" ] || { echo "no \"machine event\" case in test/fixtures/avro/cases.jsonl" >&2; exit 1; }
+answer=$(python3 "$KL_REGISTRY" post --dir "$KL_REGISTRY_DIR" "/subjects/$SUBJECT/versions" \
+	"$(printf '%s' "$schema" | python3 -c 'import base64, json, sys; print(base64.b64encode(json.dumps({"schema": sys.stdin.read()}).encode()).decode())')")
+schema_id=$(printf '%s' "$answer" | sed -n 's/^200 {"id": *\([0-9][0-9]*\)}$/\1/p')
+[ -n "$schema_id" ] || { echo "registering the schema under $SUBJECT failed: $answer" >&2; exit 1; }
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<-SQL
+	DROP SERVER IF EXISTS bench_land_avro CASCADE;
+	CREATE SERVER bench_land_avro FOREIGN DATA WRAPPER kafka_lake
+	  OPTIONS (brokers '$KL_BOOTSTRAP', "schema.registry.url" '$KL_REGISTRY_URL');
+	SELECT kafka_lake.create_contract('bench_machine_events_avro', json_build_object(
+	  'format', 'avro', 'server', 'bench_land_avro', 'subject', '$SUBJECT',
+	  'event_id', 'event_id', 'schema_version', 'schema_version',
+	  'business_date', json_build_object('field', 'business_date'),
+	  'rules', json_build_array('defect_count <= units_produced'),
+	  'normalize', json_build_object('event_id', json_build_array('trim'),
+	    'plant_id', json_build_array('trim', 'lower'), 'line_id', json_build_array('trim', 'lower'),
+	    'work_order_id', json_build_array('trim', 'lower'), 'machine_id', json_build_array('trim', 'lower'),
+	    'product_code', json_build_array('trim', 'lower'), 'operation', json_build_array('trim', 'lower')),
+	  'max_value_bytes', 65536,
+	  'natural_key', json_build_array('work_order_id', 'machine_id', 'event_time')));
+SQL
+"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$AVRO_TOPIC" "$PARTITIONS"
+log "filling $AVRO_TOPIC with the same $COUNT events as Avro (schema id $schema_id)"
+"$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$AVRO_TOPIC" --count "$COUNT" --partitions "$PARTITIONS" \
+	--avro-schema-id "$schema_id" 2>/dev/null
+
+# sanity: event n is at partition (n-1) mod P, offset (n-1) div P of both
+# topics, and the Avro value decodes to the JSON value's fields
+for n in 1 $(( (COUNT + 1) / 2 )) "$COUNT"; do
+	p=$(( (n - 1) % PARTITIONS )); o=$(( (n - 1) / PARTITIONS ))
+	json=$(kcat -C -b "$KL_BOOTSTRAP" -t "$TOPIC" -p "$p" -o "$o" -c 1 -e -q -f '%s')
+	hex=$(kcat -C -b "$KL_BOOTSTRAP" -t "$AVRO_TOPIC" -p "$p" -o "$o" -c 1 -e -q -f '%s' | od -An -v -tx1 | tr -d ' \n')
+	same=$(psql -X -A -t -q -v ON_ERROR_STOP=1 -v json="$json" -v hex="$hex" -v schema="$schema" -v id="$schema_id" <<-'SQL'
+		WITH v AS (SELECT decode(:'hex', 'hex') AS b, :'json'::json AS j),
+		     d AS (SELECT j, kafka_lake.avro_decode(substr(b, 6), :'schema'::json) AS a,
+		                  substr(b, 1, 5) = '\x00'::bytea || int4send(:id) AS framed FROM v)
+		SELECT framed
+		   AND (SELECT array_agg(k) FROM json_object_keys(j) k) = (SELECT array_agg(k) FROM json_object_keys(a) k)
+		   AND (SELECT bool_and(CASE WHEN k = 'event_time' THEN (j->>k)::timestamptz = (a->>k)::timestamptz
+		                             ELSE (j->k)::jsonb = (a->k)::jsonb END)
+		          FROM json_object_keys(j) k)
+		  FROM d
+	SQL
+	)
+	if [ "$same" != t ]; then
+		echo "event $n: the Avro record does not decode to the JSON record's fields" >&2
+		echo "  JSON: $json" >&2
+		echo "  Avro: $hex" >&2
+		echo "SELECT kafka_lake.avro_decode(substr(decode(:'hex', 'hex'), 6), :'schema'::json)" |
+			psql -X -A -t -q -v hex="$hex" -v schema="$schema" | sed 's/^/  decoded: /' >&2 || true
+		exit 1
+	fi
+done
+log "sanity: events 1, $(( (COUNT + 1) / 2 )) and $COUNT of $AVRO_TOPIC decode to the fields of $TOPIC's"
+
 : >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm" ; : >"$OUT/land_user"
+: >"$OUT/land_avro" ; : >"$OUT/hwm_avro"
 : >"$OUT/dba" ; : >"$OUT/dba_kcat" ; : >"$OUT/dba_copy" ; : >"$OUT/dba_insert"
 for run in $(seq "$RUNS"); do
 	t0=$(now)
@@ -147,6 +238,25 @@ for run in $(seq "$RUNS"); do
 	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
 		-c "VACUUM kafka_lake.accepted_events" >/dev/null
 
+	# the same events as Avro, through the registry subject's contract
+	src=bench_land_avro_$run
+	psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.create_source('$src', 'bench_land_avro', '$AVRO_TOPIC', contract => 'bench_machine_events_avro')" >/dev/null
+	psql -X -q -c CHECKPOINT
+	sync
+	t0=$(now)
+	landed=$(psql -X -A -t -q -v ON_ERROR_STOP=1 \
+		-c "SELECT sum(records) || ' ' || sum(accepted) FROM kafka_lake.land('$src', max_records => $COUNT, timeout => '600 s')" \
+		-c "SELECT regexp_replace(pg_read_file('/proc/self/status'), '.*VmHWM:\s+(\d+) kB.*', '\1', 's')")
+	t1=$(now)
+	set -- $landed
+	[ "$1" = "$COUNT" ] && [ "$2" = "$COUNT" ] ||
+		{ echo "land (Avro) landed $1 records and accepted $2, expected $COUNT" >&2; exit 1; }
+	echo "$t1 - $t0" | bc >>"$OUT/land_avro"
+	echo "$3" >>"$OUT/hwm_avro"
+	hwm_avro_run=$3
+	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
+		-c "VACUUM kafka_lake.accepted_events" >/dev/null
+
 	# the DBA's pipeline, into a new table, as the first load would be
 	psql -X -q -v ON_ERROR_STOP=1 \
 		-c "DROP TABLE IF EXISTS bench_land_events" \
@@ -182,13 +292,13 @@ for run in $(seq "$RUNS"); do
 	psql -X -A -t -q -c "SELECT extract(epoch FROM '$ti'::timestamptz - '$tc'::timestamptz)" >>"$OUT/dba_copy"
 	echo "$(tail -1 "$OUT/dba") - $(tail -1 "$OUT/dba_kcat") - $(tail -1 "$OUT/dba_copy")" | bc >>"$OUT/dba_insert"
 
-	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, peak backend memory $(( hwm_run / 1024 )) MiB, kcat + COPY $(tail -1 "$OUT/dba") s"
+	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, land of Avro $(tail -1 "$OUT/land_avro") s, peak backend memory $(( hwm_run / 1024 )) MiB (Avro $(( hwm_avro_run / 1024 )) MiB), kcat + COPY $(tail -1 "$OUT/dba") s"
 done
 
 kd=$(median <"$OUT/kcat_default"); kt=$(median <"$OUT/kcat_tuned"); ld=$(median <"$OUT/land")
-lu=$(median <"$OUT/land_user")
+lu=$(median <"$OUT/land_user"); la=$(median <"$OUT/land_avro")
 db=$(median <"$OUT/dba"); dbk=$(median <"$OUT/dba_kcat"); dbc=$(median <"$OUT/dba_copy"); dbi=$(median <"$OUT/dba_insert")
-hwm=$(sort -g "$OUT/hwm" | tail -1)
+hwm=$(sort -g "$OUT/hwm" | tail -1); hwma=$(sort -g "$OUT/hwm_avro" | tail -1)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 cpuid=$(awk -F': ' '$1 ~ /^cpu family/ {f=$2} $1 ~ /^model[[:space:]]*$/ {m=$2} END {if (f != "") printf "family %s model %s", f, m}' /proc/cpuinfo)
 printf '\nland() of %d records over %d partitions (median of %d runs, same broker, same run)\n' "$COUNT" "$PARTITIONS" "$RUNS"
@@ -199,11 +309,15 @@ printf '  kcat + COPY + INSERT ON CONFLICT   %8.3f s   (medians: kcat %.3f s, CO
 	"$db" "$dbk" "$dbc" "$dbi"
 printf '  kafka_lake.land()                  %8.3f s   (%.0f records/s)\n' "$ld" "$(echo "$COUNT / $ld" | bc -l)"
 printf '  land(), a user-written contract    %8.3f s   (machine_event_v1'"'"'s definition through create_contract)\n' "$lu"
+printf '  land(), the same events as Avro    %8.3f s   (%.0f records/s; Confluent framing, a contract over a registry subject; runs %s s)\n' \
+	"$la" "$(echo "$COUNT / $la" | bc -l)" "$(runs <"$OUT/land_avro")"
 printf '  ratio kcat default / land          %8.2f\n' "$(echo "$kd / $ld" | bc -l)"
 printf '  ratio kcat tuned / land            %8.2f\n' "$(echo "$kt / $ld" | bc -l)"
 printf '  ratio kcat + COPY / land           %8.2f\n' "$(echo "$db / $ld" | bc -l)"
 printf '  ratio user contract / built-in     %8.2f   (goal <= 1.10)\n' "$(echo "$lu / $ld" | bc -l)"
-printf '  peak backend memory (VmHWM)        %8d MiB  (kafka_lake.batch_max_bytes %s)\n' $(( hwm / 1024 )) \
-	"$(psql -X -A -t -q -c "LOAD 'kafka_lake'" -c "SHOW kafka_lake.batch_max_bytes" 2>/dev/null)"
+printf '  ratio land JSON / land Avro        %8.2f   (goal >= 1.0; > 1: Avro lands faster; run by run %s)\n' \
+	"$(echo "$ld / $la" | bc -l)" "$(paste "$OUT/land" "$OUT/land_avro" | awk '{print $1 / $2}' | runs)"
+printf '  peak backend memory (VmHWM)        %8d MiB  (Avro %d MiB; kafka_lake.batch_max_bytes %s)\n' $(( hwm / 1024 )) \
+	$(( hwma / 1024 )) "$(psql -X -A -t -q -c "LOAD 'kafka_lake'" -c "SHOW kafka_lake.batch_max_bytes" 2>/dev/null)"
 [ -z "${KL_BENCH_OUT:-}" ] && rm -rf "$OUT"
 exit 0

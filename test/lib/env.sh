@@ -6,7 +6,7 @@
 # on a free port (pg_cron and kafka_lake preloaded: kafka_lake keeps secrets
 # out of the server log only when it is loaded at server start), and the test
 # broker (librdkafka's mock cluster on 127.0.0.1, test/broker/kafka_lake_broker), and for
-# test/run the Schema Registry test peer (test/registry/registry.py).  kl_cleanup stops
+# test/run and bench/run the Schema Registry test peer (test/registry/registry.py).  kl_cleanup stops
 # them all and removes the directory; callers install it as an EXIT/INT/TERM
 # trap before starting anything.
 #
