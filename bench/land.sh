@@ -136,7 +136,7 @@ for line in open(sys.argv[1]):
 [ -n "$schema" ] || { echo "no \"machine event\" case in test/fixtures/avro/cases.jsonl" >&2; exit 1; }
 answer=$(python3 "$KL_REGISTRY" post --dir "$KL_REGISTRY_DIR" "/subjects/$SUBJECT/versions" \
 	"$(printf '%s' "$schema" | python3 -c 'import base64, json, sys; print(base64.b64encode(json.dumps({"schema": sys.stdin.read()}).encode()).decode())')")
-schema_id=$(printf '%s' "$answer" | sed -n 's/^200 {"id": *\([0-9][0-9]*\)}$/\1/p')
+schema_id=$(printf '%s' "$answer" | sed -n 's/^200 {"id": *\([0-9][0-9]*\)[,}].*$/\1/p')
 [ -n "$schema_id" ] || { echo "registering the schema under $SUBJECT failed: $answer" >&2; exit 1; }
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<-SQL
 	DROP SERVER IF EXISTS bench_land_avro CASCADE;
