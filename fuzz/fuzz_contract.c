@@ -5,14 +5,16 @@
  *	  (src/contract/contract.c), the code every produced record goes
  *	  through in land().
  *
- * Five contracts are compiled once (contract_define.c, unchanged): the
+ * Six contracts are compiled once (contract_define.c, unchanged): the
  * built-ins machine_event_v1 and json_object; "every_keyword" (bounds,
  * exclusive bounds, lengths, enum, const, date and date-time formats, a
  * business date read in a fixed-offset zone, arrays, a closed nested
  * object, trim and lower, a Kafka header field, rules, additionalProperties
  * false, a value size limit); "nested" (open objects whose extra members
  * are made canonical, objects in arrays in objects, enums of every JSON
- * type, a business date from the Kafka timestamp); and a raw contract.  The
+ * type, a business date from the Kafka timestamp); a raw contract; and
+ * "framed", JSON in Confluent's wire format ("framing": "confluent": an id
+ * or a GUID prefix, or none when a __value_schema_id header is offered).  The
  * first byte of the input chooses the contract, the Kafka headers offered
  * (none, or some: one null, one not UTF-8) and the Kafka timestamp; the
  * rest is the record value.
@@ -78,8 +80,12 @@ static const char nested[] =
 " \"business_date\": {\"kafka_timestamp\": true, \"time_zone\": \"UTC\"}}";
 
 static const char raw[] = "{\"raw\": true, \"max_value_bytes\": 1000}";
+static const char framed[] =
+	"{\"type\": \"object\", \"framing\": \"confluent\", \"event_id\": \"id\","
+	" \"properties\": {\"id\": {\"type\": \"string\", \"normalize\": [\"trim\"]},"
+	" \"n\": {\"type\": \"integer\", \"minimum\": 0}}, \"required\": [\"id\"]}";
 
-#define NCONTRACTS 5
+#define NCONTRACTS 6
 static KlContract *contracts[NCONTRACTS];
 static KlPool *out_pool;
 static KlPool *scratch_pool;
@@ -90,6 +96,7 @@ static const KlHeader headers[] = {
 	{"k", "second", 6},
 	{"null", NULL, 0},
 	{"bad", "\xff\xfe", 2},
+	{"__value_schema_id", "\0\0\0\0\1", 5},
 };
 
 static KlContract *
@@ -120,6 +127,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	contracts[2] = compile("every_keyword", every_keyword, false);
 	contracts[3] = compile("nested", nested, false);
 	contracts[4] = compile("raw", raw, false);
+	contracts[5] = compile("framed", framed, false);
 	out_pool = kl_pool_create(TopMemoryContext, 65536);
 	scratch_pool = kl_pool_create(TopMemoryContext, 65536);
 	kl_shim_reset();
@@ -158,27 +166,31 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			KlJudgeInput in2 = in;
 			KlEvent		ev2;
 			const char *reason2;
-			char	   *json = malloc(ev.json_len);
+			/* a framed contract's value is framed again (an id, 5 bytes), unless a header names its schema */
+			size_t		frame = c->confluent_framing && in.nheaders == 0 ? 5 : 0;
+			char	   *framed_json = malloc(ev.json_len + frame);
+			char	   *json = framed_json + frame;
 
 			/* the event again, from a copy of its own (the pools are reused) */
+			memcpy(framed_json, "\0\0\0\0\1", frame);
 			memcpy(json, ev.json, ev.json_len);
-			in2.value = json;
-			in2.value_len = ev.json_len;
+			in2.value = framed_json;
+			in2.value_len = ev.json_len + frame;
 			reason2 = kl_contract_judge(c, &in2, out_pool, scratch_pool, &ev2);
 			if (reason2 != NULL)
 			{
 				fprintf(stderr, "normalised: %.*s\n", (int) ev.json_len, json);
-				free(json);
+				free(framed_json);
 				kl_fuzz_fail("a normalised event is refused when judged again: %s", reason2);
 			}
 			if (ev2.json_len != ev.json_len || memcmp(ev2.json, json, ev.json_len) != 0)
 			{
 				fprintf(stderr, "normalised: %.*s\nagain:      %.*s\n", (int) ev.json_len, json,
 						(int) ev2.json_len, ev2.json);
-				free(json);
+				free(framed_json);
 				kl_fuzz_fail("normalising a normalised event changes it");
 			}
-			free(json);
+			free(framed_json);
 			if ((ev.event_id == NULL) != (ev2.event_id == NULL) ||
 				(ev.event_id && (ev.event_id_len != ev2.event_id_len ||
 								 memcmp(ev.event_id, ev2.event_id, ev.event_id_len) != 0)))
