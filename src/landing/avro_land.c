@@ -67,6 +67,17 @@
 /* the registry's time for one id, at least, whatever is left of the call's */
 #define KL_AVRO_MIN_REGISTRY_MS		1000
 
+/*
+ * The writer schema ids (and GUIDs) one call looks up, at most.  A topic has
+ * a handful of writers; a producer that frames each record with another
+ * unknown id would otherwise make a call ask the registry once a record,
+ * each time with at least KL_AVRO_MIN_REGISTRY_MS, and search a list as
+ * long as the window: the partition would stall behind bad input.  Past the
+ * bound, a record of an id the call has not met is quarantined, saying so
+ * (readmit() judges it again), and the partition moves on.
+ */
+#define KL_AVRO_MAX_WRITERS			256
+
 /* One writer schema id (or GUID), as this call found it */
 typedef struct KlAvroWriter
 {
@@ -358,6 +369,25 @@ kl_avro_writer_slot(KlAvroLanding *al)
 }
 
 /*
+ * kl_avro_writer_met
+ *		The call's entry of schema id (guid NULL) or of a GUID, or NULL when
+ *		the call has not met it.
+ */
+static const KlAvroWriter *
+kl_avro_writer_met(const KlAvroLanding *al, int64 id, const uint8 *guid)
+{
+	for (int i = 0; i < al->nwriters; i++)
+	{
+		const KlAvroWriter *w = &al->writers[i];
+
+		if (guid == NULL ? (!w->by_guid && w->schema_id == id) :
+			(w->by_guid && memcmp(w->guid, guid, 16) == 0))
+			return w;
+	}
+	return NULL;
+}
+
+/*
  * kl_avro_writer
  *		The call's entry of schema id, looked up now if it has none.
  */
@@ -365,12 +395,10 @@ static const KlAvroWriter *
 kl_avro_writer(KlAvroLanding *al, int64 id, TimestampTz deadline)
 {
 	KlAvroWriter *w;
+	const KlAvroWriter *met = kl_avro_writer_met(al, id, NULL);
 
-	for (int i = 0; i < al->nwriters; i++)
-	{
-		if (!al->writers[i].by_guid && al->writers[i].schema_id == id)
-			return &al->writers[i];
-	}
+	if (met != NULL)
+		return met;
 	w = kl_avro_writer_slot(al);
 	w->schema_id = id;
 	w->error = NULL;
@@ -384,6 +412,25 @@ kl_avro_writer(KlAvroLanding *al, int64 id, TimestampTz deadline)
 		kl_avro_backend_program(al, (int32) id, deadline, w);
 	al->nwriters++;
 	return w;
+}
+
+/*
+ * kl_avro_guid_hex
+ *		A GUID as text (8-4-4-4-12 hex digits), palloc'd.
+ */
+static char *
+kl_avro_guid_hex(const uint8 *guid)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int i = 0; i < 16; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			appendStringInfoChar(&s, '-');
+		appendStringInfo(&s, "%02x", guid[i]);
+	}
+	return s.data;
 }
 
 /*
@@ -442,12 +489,10 @@ kl_avro_writer_guid(KlAvroLanding *al, const uint8 *guid, TimestampTz deadline)
 	const char *error = NULL;
 	int64		id;
 	KlAvroWriter *w;
+	const KlAvroWriter *met = kl_avro_writer_met(al, 0, guid);
 
-	for (int i = 0; i < al->nwriters; i++)
-	{
-		if (al->writers[i].by_guid && memcmp(al->writers[i].guid, guid, 16) == 0)
-			return &al->writers[i];
-	}
+	if (met != NULL)
+		return met;
 	id = kl_avro_guid_id(al, guid, deadline, &error);
 	if (id >= 0)
 		w = (KlAvroWriter *) kl_avro_writer(al, id, deadline);
@@ -520,6 +565,18 @@ kl_avro_prepare_record(KlAvroLanding *al, KlRecord *r, TimestampTz deadline)
 	}
 	r->avro_payload = (const char *) wire.payload;
 	r->avro_payload_len = wire.payload_len;
+	if (al->nwriters >= KL_AVRO_MAX_WRITERS &&
+		kl_avro_writer_met(al, wire.schema_id, wire.magic == 1 ? wire.guid : NULL) == NULL)
+	{
+		/* in the window's memory (the current context): one per such record */
+		r->schema_id = wire.magic == 1 ? -1 : wire.schema_id;
+		r->avro_error = wire.magic == 1 ?
+			psprintf("schema GUID %s was not looked up: this call met more than %d writer schemas (readmit() judges the record again)",
+					 kl_avro_guid_hex(wire.guid), KL_AVRO_MAX_WRITERS) :
+			psprintf("schema id %lld was not looked up: this call met more than %d writer schemas (readmit() judges the record again)",
+					 (long long) wire.schema_id, KL_AVRO_MAX_WRITERS);
+		return;
+	}
 	if (wire.magic == 1)
 		w = kl_avro_writer_guid(al, wire.guid, deadline);
 	else

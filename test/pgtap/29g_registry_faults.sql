@@ -7,7 +7,7 @@
 -- for the id is the record's fault: quarantined, and readmit() lands it once the id is
 -- known.  Needs the broker and the registry peer.
 SET client_min_messages = warning;
-SELECT plan(24);
+SELECT plan(27);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -140,6 +140,24 @@ SELECT is(kl_test.registry_register('faults29g-value',
 SELECT results_eq($$SELECT status, accepted FROM kafka_lake.readmit('faults29g', 0, 6, 6)$$,
   $$VALUES ('readmitted', 1)$$, 'readmit() decodes it now');
 SELECT is((SELECT event_id FROM kafka_lake.faults29g_events WHERE "offset" = 6), 'ord-3', 'and it reads back');
+
+-- a producer that frames every record with another unknown id does not stall the
+-- partition: one call asks the registry for at most 256 writer schemas, and past
+-- that a record of an id the call has not met is quarantined, saying so
+\o /dev/null
+SELECT kafka_lake.produce('reg29g', 'faults29g.t', pg_temp.framed(:id1, pg_temp.datum('ord-2')), partition => 0);
+SELECT kafka_lake.produce('reg29g', 'faults29g.t', pg_temp.framed(1000000 + i, pg_temp.datum('ord-1')), partition => 0)
+  FROM generate_series(1, 300) i;
+SELECT kl_test.registry('{"clear_requests": true}');
+\o
+SELECT results_eq($$SELECT records, accepted, quarantined FROM kafka_lake.land('faults29g')$$, $$VALUES (301, 1, 300)$$,
+  'a record of a known id and 300 of as many unknown ids land: the 300 quarantined');
+SELECT cmp_ok((SELECT (kl_test.registry('state')::json ->> 'request_count')::int), '<=', 256,
+  'the call asked the registry for at most 256 of them');
+SELECT ok((SELECT count(*) FILTER (WHERE validation_error LIKE 'schema id % is not in the schema registry at %') BETWEEN 200 AND 256
+              AND count(*) FILTER (WHERE validation_error LIKE 'schema id % was not looked up: this call met more than 256 writer schemas%') >= 44
+             FROM kafka_lake.faults29g_records WHERE "offset" > 7),
+  'the rest say they were not looked up');
 
 \o /dev/null
 SELECT kl_test.registry('{"mode": "ok", "auth": null, "delay_ms": 0}');

@@ -30,7 +30,8 @@
 #     garbage  200 with a body that is not JSON; huge: 200 with 2 MiB of JSON
 #     auth     require HTTP basic auth with these credentials (401 otherwise); null: none
 #     reset    forget every schema and subject
-#   GET  /_ctl                          the state and the last requests (method, path, auth seen)
+#   GET  /_ctl                          the state, the last requests (method, path, auth seen)
+#                                       and how many since the last "clear_requests": true
 #
 #   registry.py serve --dir DIR [--prefix /some/prefix ...] [--auth user:password]
 #       writes DIR/url (the API's base URL, no prefix), DIR/ctl (the control URL)
@@ -69,6 +70,7 @@ class Registry:
         self.mode = "ok"
         self.delay_ms = 0
         self.requests = []
+        self.request_count = 0
         self.reset()
 
     def reset(self):
@@ -145,6 +147,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                 break
         auth_header = self.headers.get("Authorization")
         with reg.lock:
+            reg.request_count += 1
             reg.requests.append({"method": method, "path": url.path,
                                  "auth": bool(auth_header),
                                  "user_agent": self.headers.get("User-Agent", "")})
@@ -299,7 +302,7 @@ class CtlHandler(BaseHTTPRequestHandler):
             return {"mode": reg.mode, "delay_ms": reg.delay_ms, "auth": reg.auth is not None,
                     "listening": peer.api is not None, "url": peer.url,
                     "schemas": len(reg.schemas), "subjects": sorted(reg.subjects),
-                    "requests": list(reg.requests)}
+                    "requests": list(reg.requests), "request_count": reg.request_count}
 
     def do_GET(self):
         self.answer(self.state())
@@ -326,6 +329,7 @@ class CtlHandler(BaseHTTPRequestHandler):
                 reg.requests = []
             if req.get("clear_requests"):
                 reg.requests = []
+                reg.request_count = 0
         mode = req.get("mode")
         if mode is not None:
             if mode == "down":
