@@ -875,9 +875,10 @@ kl_registry_schema_by_id(ForeignServer *server, int32 id, TimestampTz deadline)
 
 /*
  * kl_registry_guid_text
- *		A 16-byte GUID as the registry writes it (8-4-4-4-12 lower-case hex).
+ *		A 16-byte GUID as the registry writes it (8-4-4-4-12 lower-case hex),
+ *		palloc'd.
  */
-static char *
+char *
 kl_registry_guid_text(const uint8 *guid)
 {
 	char		hex[33];

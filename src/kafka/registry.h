@@ -36,6 +36,7 @@ typedef struct KlRegistrySchema
 
 extern KlRegistrySchema *kl_registry_schema_by_id(ForeignServer *server, int32 id,
 												  TimestampTz deadline);
+extern char *kl_registry_guid_text(const uint8 *guid);
 extern KlRegistrySchema *kl_registry_schema_by_guid(ForeignServer *server, const uint8 *guid,
 													const char *subject, TimestampTz deadline);
 extern KlRegistrySchema *kl_registry_subject_version(ForeignServer *server,

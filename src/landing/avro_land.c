@@ -415,25 +415,6 @@ kl_avro_writer(KlAvroLanding *al, int64 id, TimestampTz deadline)
 }
 
 /*
- * kl_avro_guid_hex
- *		A GUID as text (8-4-4-4-12 hex digits), palloc'd.
- */
-static char *
-kl_avro_guid_hex(const uint8 *guid)
-{
-	StringInfoData s;
-
-	initStringInfo(&s);
-	for (int i = 0; i < 16; i++)
-	{
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			appendStringInfoChar(&s, '-');
-		appendStringInfo(&s, "%02x", guid[i]);
-	}
-	return s.data;
-}
-
-/*
  * kl_avro_guid_id
  *		The schema id of a GUID under the contract's subject, or -1 and
  *		*error when the registry does not know it (42704, the records'
@@ -572,7 +553,7 @@ kl_avro_prepare_record(KlAvroLanding *al, KlRecord *r, TimestampTz deadline)
 		r->schema_id = wire.magic == 1 ? -1 : wire.schema_id;
 		r->avro_error = wire.magic == 1 ?
 			psprintf("schema GUID %s was not looked up: this call met more than %d writer schemas (readmit() judges the record again)",
-					 kl_avro_guid_hex(wire.guid), KL_AVRO_MAX_WRITERS) :
+					 kl_registry_guid_text(wire.guid), KL_AVRO_MAX_WRITERS) :
 			psprintf("schema id %lld was not looked up: this call met more than %d writer schemas (readmit() judges the record again)",
 					 (long long) wire.schema_id, KL_AVRO_MAX_WRITERS);
 		return;
