@@ -107,6 +107,7 @@
 #include "base/digest.h"
 #include "base/json.h"
 #include "contract/contract.h"
+#include "format/avro.h"
 #include "format/batch_format.h"
 
 const char *const kl_file_names[KL_NFILES] = {
@@ -133,6 +134,40 @@ kl_status_file_index(const char *status)
 }
 
 /*
+ * kl_record_framing
+ *		For a JSON contract of Confluent's wire format ("framing":
+ *		"confluent"), the schema id its record names, in a __value_schema_id
+ *		header or in front of the value (magic byte 0; -1 for a GUID or no
+ *		framing), so that the manifest keeps it as it keeps an Avro
+ *		record's.  Any thread: nothing allocated.
+ */
+void
+kl_record_framing(const KlContract *c, KlRecord *r)
+{
+	KlAvroWire	wire;
+	const char *why = NULL;
+	bool		in_header = false;
+
+	if (!c->confluent_framing || r->value == NULL)
+		return;
+	r->framed = true;
+	r->schema_id = -1;
+	for (int h = 0; h < r->nheaders && !in_header; h++)
+	{
+		if (r->headers[h].value != NULL && strcmp(r->headers[h].name, "__value_schema_id") == 0)
+		{
+			in_header = true;
+			why = kl_avro_wire_parse_header((const uint8 *) r->headers[h].value,
+											r->headers[h].value_len, &wire);
+		}
+	}
+	if (!in_header)
+		why = kl_avro_wire_parse((const uint8 *) r->value, r->value_len, &wire);
+	if (why == NULL && wire.magic == 0)
+		r->schema_id = wire.schema_id;
+}
+
+/*
  * kl_judge_record
  *		Judge a record against a contract (contract.c): NULL and r->event
  *		filled (in events) when it is accepted, else the reason.  The one
@@ -145,6 +180,7 @@ kl_judge_record(const KlContract *c, KlRecord *r, KlPool *events, KlPool *scratc
 	KlJudgeInput in;
 	const char *reason;
 
+	kl_record_framing(c, r);
 	in.value = r->value;
 	in.value_len = r->value_len;
 	in.timestamp_ms = r->timestamp_ms;
@@ -685,9 +721,9 @@ kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_js
 	kl_json_append_int64(out, r->offset);
 	appendStringInfoString(out, ", \"partition\": ");
 	kl_json_append_int64(out, partition);
-	if (r->avro_payload != NULL && r->schema_id >= 0)
+	if ((r->avro_payload != NULL || r->framed) && r->schema_id >= 0)
 	{
-		/* an Avro record: the writer schema id it was framed with (or its GUID's) */
+		/* an Avro record: the writer schema id it was framed with (or its GUID's); a framed JSON one's */
 		appendStringInfoString(out, ", \"schema_id\": ");
 		kl_json_append_int64(out, r->schema_id);
 	}

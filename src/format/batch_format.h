@@ -71,8 +71,12 @@ typedef struct KlRecord
 	const char *validation_error;	/* quarantined */
 	int32		dup_partition;	/* duplicates: where the event was accepted */
 	int64		dup_offset;
-	/* an Avro contract's (landing/avro_land.c), set before judging */
+	/*
+	 * an Avro contract's (landing/avro_land.c), set before judging; or, with
+	 * framed, a JSON contract's in Confluent's wire format (kl_record_framing)
+	 */
 	int64		schema_id;		/* the writer's schema id, -1: none */
+	bool		framed;			/* a JSON value of Confluent's wire format */
 	const struct KlAvroProgram *avro_program;	/* the writer resolved, or NULL */
 	const char *avro_error;		/* or why the value cannot be decoded */
 	const char *avro_payload;	/* the datum after the framing */
@@ -195,6 +199,7 @@ typedef struct KlLine
 } KlLine;
 
 extern const char *const kl_file_names[KL_NFILES];
+extern void kl_record_framing(const KlContract *c, KlRecord *r);
 extern const char *kl_judge_record(const KlContract *c, KlRecord *r, KlPool *events,
 								   KlPool *scratch);
 extern const char *const kl_status_names[KL_NFILES];

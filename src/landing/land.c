@@ -692,6 +692,7 @@ kl_judge_job(void *arg, const volatile bool *cancel)
 		in.headers = r->headers;
 		in.nheaders = r->nheaders;
 		reason = NULL;
+		kl_record_framing(job->contract, r);
 		if (job->contract->avro != NULL)
 			reason = kl_avro_record_value(job->contract, r, job->avro_out, job->events,
 										  &in.value, &in.value_len);

@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(40);
+SELECT plan(41);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -227,6 +227,12 @@ SELECT kafka_lake.produce('avro29e', 'json29e.t', v, partition => 0)
 SELECT results_eq($$SELECT records, accepted, quarantined FROM kafka_lake.land('json29e')$$,
   $$VALUES (3, 2, 1)$$, 'a JSON contract with "framing": "confluent" judges the JSON after the prefix of an id or a GUID');
 SELECT is((SELECT string_agg(a::text, ',' ORDER BY a) FROM kafka_lake.json29e_events), '1,3', 'and the events read back');
+SELECT is((SELECT string_agg((e->>'offset') || ':' || coalesce(e->>'schema_id', '-'), ' ' ORDER BY (e->>'offset')::int)
+             FROM pg_ls_dir(kl_test.landing('json29e') || '/topic=json29e.t/partition=0') AS d,
+                  json_array_elements(pg_read_file(kl_test.landing('json29e') || '/topic=json29e.t/partition=0/'
+                                                   || d || '/manifest.json')::json -> 'entries') AS e
+            WHERE d LIKE 'batch=%'),
+  '0:5 1:- 2:-', 'the manifest keeps the schema id of a framed JSON value (none for no framing or a GUID)');
 SELECT alike((SELECT validation_error FROM kafka_lake.json29e_records WHERE status = 'quarantined'),
   'not a value in Confluent''s wire format%', 'a value without the prefix is quarantined');
 

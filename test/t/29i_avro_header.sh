@@ -8,7 +8,7 @@
 # quarantines its record with the header named.  The records are produced with their
 # headers by the test broker's `send`.  Needs the broker, the registry peer and node.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 8
+plan 9
 dir=$(cd "$(dirname "$0")/../registry" && pwd)
 q() { psql -X -A -t -q -d kl_test -v ON_ERROR_STOP=1 "$@" 2>&1; }
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d' + sys.argv[1]))" "$1" <<<"$out"; }
@@ -66,6 +66,7 @@ like "$(q -c "SELECT validation_error FROM kafka_lake.hdr29i_records WHERE statu
 send "$topic.json" "$(printf '{"a": 4}' | xxd -p)" "00$(printf '%08x' "$id")"
 is "$(q -c "SELECT records || ' ' || accepted FROM kafka_lake.land('hdr29i_json')" -c "SELECT a FROM kafka_lake.hdr29i_json_events")" \
 	"$(printf '1 1\n4')" "a JSON contract with \"framing\": \"confluent\" reads a value whose schema id is in the header"
+is "$(manifest_ids hdr29i_json "$topic.json")" "$id" "and its manifest keeps the header's schema id"
 
 q >/dev/null <<'SQL'
 SELECT kafka_lake.drop_source('hdr29i', drop_landing => true);
