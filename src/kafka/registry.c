@@ -846,10 +846,18 @@ kl_schemas_store(KlRegistry *reg, KlRegistrySchema *fetched)
  *		The schema of an id: from kafka_lake.schemas, else fetched from the
  *		registry before deadline (0: the default timeout) and stored.
  */
+static KlRegistrySchema *kl_registry_id(KlRegistry *reg, int32 id, TimestampTz deadline);
+
 KlRegistrySchema *
 kl_registry_schema_by_id(ForeignServer *server, int32 id, TimestampTz deadline)
 {
-	KlRegistry *reg = kl_registry_open(server);
+	return kl_registry_id(kl_registry_open(server), id, deadline);
+}
+
+/* kl_registry_schema_by_id of a registry already open */
+static KlRegistrySchema *
+kl_registry_id(KlRegistry *reg, int32 id, TimestampTz deadline)
+{
 	KlRegistrySchema *s;
 	KlHttpAnswer a;
 	char	   *path;
@@ -942,7 +950,7 @@ kl_registry_schema_by_guid(ForeignServer *server, const uint8 *guid, const char 
 	under = kl_registry_parse(reg, &a, path, true);
 
 	/* served and stored by that id, as every schema is */
-	s = kl_registry_schema_by_id(server, under->id, deadline);
+	s = kl_registry_id(reg, under->id, deadline);
 	kl_schemas_set_guid(reg, s->id, text);
 	return s;
 }

@@ -119,19 +119,20 @@ kl_avro_landing_begin(const KlContract *c, const char *server, MemoryContext cxt
 }
 
 /*
- * kl_avro_fetch_writer
- *		The writer schema of id, resolved: a program, or NULL and *error.
- *		An id the registry does not know (42704) is an error of the records
- *		that carry it; every other error of the registry is the call's.
+ * kl_avro_ask_registry
+ *		The writer schema of id, or of guid when it is not NULL (its id then
+ *		in *id), looked up in a subtransaction: its text and type in al's
+ *		memory, or NULL and *error when the registry does not know it (42704:
+ *		an error of the records that carry it, which may be registered
+ *		later).  Every other error of the registry is the call's.
  */
-static const KlAvroProgram *
-kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, MemoryContext into,
-					 const char **error, bool *lasting)
+static KlRegistrySchema *
+kl_avro_ask_registry(KlAvroLanding *al, int32 id, const uint8 *guid, TimestampTz call_deadline,
+					 const char **error)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	char	   *volatile text = NULL;
-	char	   *volatile type = NULL;
+	KlRegistrySchema *volatile found = NULL;
 	TimestampTz least = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), KL_AVRO_MIN_REGISTRY_MS);
 	volatile TimestampTz deadline = Max(call_deadline, least);
 
@@ -139,10 +140,15 @@ kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, Mem
 	MemoryContextSwitchTo(caller);
 	PG_TRY();
 	{
-		KlRegistrySchema *rs = kl_registry_schema_by_id(al->server, id, deadline);
+		KlRegistrySchema *rs = guid != NULL ?
+			kl_registry_schema_by_guid(al->server, guid, al->subject, deadline) :
+			kl_registry_schema_by_id(al->server, id, deadline);
+		KlRegistrySchema *copy = MemoryContextAllocZero(al->cxt, sizeof(KlRegistrySchema));
 
-		text = MemoryContextStrdup(al->cxt, rs->schema);
-		type = MemoryContextStrdup(al->cxt, rs->schema_type);
+		copy->id = rs->id;
+		copy->schema = MemoryContextStrdup(al->cxt, rs->schema);
+		copy->schema_type = MemoryContextStrdup(al->cxt, rs->schema_type);
+		found = copy;
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller);
 		CurrentResourceOwner = owner;
@@ -159,11 +165,34 @@ kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, Mem
 		CurrentResourceOwner = owner;
 		if (ed->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
 			ReThrowError(ed);
-		*lasting = false;		/* the id may be registered later */
 		*error = MemoryContextStrdup(al->cxt, ed->message);	/* "schema id 7 is not in ..." */
 		return NULL;
 	}
 	PG_END_TRY();
+	return found;
+}
+
+/*
+ * kl_avro_fetch_writer
+ *		The writer schema of id, resolved: a program, or NULL and *error.
+ *		An id the registry does not know (42704) is an error of the records
+ *		that carry it; every other error of the registry is the call's.
+ */
+static const KlAvroProgram *
+kl_avro_fetch_writer(KlAvroLanding *al, int32 id, TimestampTz call_deadline, MemoryContext into,
+					 const char **error, bool *lasting)
+{
+	KlRegistrySchema *rs = kl_avro_ask_registry(al, id, NULL, call_deadline, error);
+	const char *text;
+	const char *type;
+
+	if (rs == NULL)
+	{
+		*lasting = false;		/* the id may be registered later */
+		return NULL;
+	}
+	text = rs->schema;
+	type = rs->schema_type;
 
 	*lasting = true;			/* an id's schema never changes */
 	if (strcmp(type, "AVRO") != 0)
@@ -417,46 +446,15 @@ kl_avro_writer(KlAvroLanding *al, int64 id, TimestampTz deadline)
 /*
  * kl_avro_guid_id
  *		The schema id of a GUID under the contract's subject, or -1 and
- *		*error when the registry does not know it (42704, the records'
- *		error, as an unknown id); every other error of the registry is the
- *		call's.
+ *		*error when the registry does not know it (as an unknown id).
  */
 static int64
 kl_avro_guid_id(KlAvroLanding *al, const uint8 *guid, TimestampTz call_deadline,
 				const char **error)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile int64 id = -1;
-	TimestampTz least = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), KL_AVRO_MIN_REGISTRY_MS);
-	volatile TimestampTz deadline = Max(call_deadline, least);
+	KlRegistrySchema *rs = kl_avro_ask_registry(al, 0, guid, call_deadline, error);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller);
-	PG_TRY();
-	{
-		id = kl_registry_schema_by_guid(al->server, guid, al->subject, deadline)->id;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *ed;
-
-		MemoryContextSwitchTo(caller);
-		ed = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller);
-		CurrentResourceOwner = owner;
-		if (ed->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
-			ReThrowError(ed);
-		*error = MemoryContextStrdup(al->cxt, ed->message);
-		return -1;
-	}
-	PG_END_TRY();
-	return id;
+	return rs != NULL ? rs->id : -1;
 }
 
 /*
