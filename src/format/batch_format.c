@@ -145,26 +145,43 @@ void
 kl_record_framing(const KlContract *c, KlRecord *r)
 {
 	KlAvroWire	wire;
-	const char *why = NULL;
-	bool		in_header = false;
+	bool		in_header;
 
 	if (!c->confluent_framing || r->value == NULL)
 		return;
 	r->framed = true;
 	r->schema_id = -1;
-	for (int h = 0; h < r->nheaders && !in_header; h++)
+	if (kl_record_wire(r, &wire, &in_header) == NULL && wire.magic == 0)
+		r->schema_id = wire.schema_id;
+}
+
+/*
+ * kl_record_wire
+ *		A (non-null) record value split by Confluent's wire format: its
+ *		schema id or GUID from the first __value_schema_id header (the datum
+ *		then the whole value, *in_header true), else from the value's own
+ *		framing.  NULL, or a static message why not (kl_avro_wire_parse).
+ *		Any thread.
+ */
+const char *
+kl_record_wire(const KlRecord *r, KlAvroWire *wire, bool *in_header)
+{
+	const char *why;
+
+	*in_header = false;
+	for (int h = 0; h < r->nheaders; h++)
 	{
 		if (r->headers[h].value != NULL && strcmp(r->headers[h].name, "__value_schema_id") == 0)
 		{
-			in_header = true;
+			*in_header = true;
 			why = kl_avro_wire_parse_header((const uint8 *) r->headers[h].value,
-											r->headers[h].value_len, &wire);
+											r->headers[h].value_len, wire);
+			wire->payload = (const uint8 *) r->value;
+			wire->payload_len = r->value_len;
+			return why;
 		}
 	}
-	if (!in_header)
-		why = kl_avro_wire_parse((const uint8 *) r->value, r->value_len, &wire);
-	if (why == NULL && wire.magic == 0)
-		r->schema_id = wire.schema_id;
+	return kl_avro_wire_parse((const uint8 *) r->value, r->value_len, wire);
 }
 
 /*

@@ -199,7 +199,9 @@ typedef struct KlLine
 } KlLine;
 
 extern const char *const kl_file_names[KL_NFILES];
+struct KlAvroWire;
 extern void kl_record_framing(const KlContract *c, KlRecord *r);
+extern const char *kl_record_wire(const KlRecord *r, struct KlAvroWire *wire, bool *in_header);
 extern const char *kl_judge_record(const KlContract *c, KlRecord *r, KlPool *events,
 								   KlPool *scratch);
 extern const char *const kl_status_names[KL_NFILES];

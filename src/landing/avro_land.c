@@ -521,20 +521,7 @@ kl_avro_prepare_record(KlAvroLanding *al, KlRecord *r, TimestampTz deadline)
 	r->avro_payload_len = 0;
 	if (r->value == NULL)
 		return;					/* a tombstone: the contract judges it */
-	for (int h = 0; h < r->nheaders; h++)
-	{
-		if (strcmp(r->headers[h].name, "__value_schema_id") == 0 && r->headers[h].value != NULL)
-		{
-			in_header = true;
-			why = kl_avro_wire_parse_header((const uint8 *) r->headers[h].value,
-											r->headers[h].value_len, &wire);
-			wire.payload = (const uint8 *) r->value;
-			wire.payload_len = r->value_len;
-			break;
-		}
-	}
-	if (!in_header)
-		why = kl_avro_wire_parse((const uint8 *) r->value, r->value_len, &wire);
+	why = kl_record_wire(r, &wire, &in_header);
 	if (why != NULL)
 	{
 		/* in the window's memory (the current context): one per bad record */
