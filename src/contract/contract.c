@@ -1865,6 +1865,80 @@ kl_header_value(KlJudge *j, const KlSchema *s, const KlJudgeInput *in, KlSlot *s
 }
 
 /*
+ * kl_derive
+ *		A field derived from a path inside the value: the value the first
+ *		of its paths that leads to one reaches (a member of an object at a
+ *		name step, an element of an array at an index step), judged then as
+ *		the field's own.  No path leading anywhere leaves it absent.  The
+ *		value was read whole before, so its parts read again without error.
+ */
+static bool
+kl_derive(KlJudge *j, const KlObjectSchema *o, const KlSchema *s, const KlSlot *slots,
+		  const KlMember *extra, int nextra, KlSlot *slot)
+{
+	for (int a = 0; a < s->npaths; a++)
+	{
+		const KlPath *path = &s->paths[a];
+		const KlPathStep *first = &path->steps[0];
+		KlJsonValue v;
+		bool		found = false;
+		int			p0 = kl_lookup_prop(o, first->name, first->name_len);
+
+		if (p0 >= 0 && slots[p0].seen)
+		{
+			v = slots[p0].v;
+			found = true;
+		}
+		for (int e = 0; e < nextra && !found; e++)
+		{
+			if (extra[e].name_len == first->name_len &&
+				memcmp(extra[e].name, first->name, first->name_len) == 0)
+			{
+				v = extra[e].v;
+				found = true;
+			}
+		}
+		for (int i = 1; i < path->nsteps && found; i++)
+		{
+			const KlPathStep *step = &path->steps[i];
+			KlJsonReader it;
+			KlJsonValue key;
+			KlJsonValue m;
+
+			found = false;
+			if (step->name != NULL && v.type == KL_JSON_OBJECT)
+			{
+				kl_json_object_open(&it, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+				while (!found && kl_json_object_next(&it, &key, &m))
+				{
+					const char *name;
+					int			len;
+
+					if (!kl_key_name(j, &key, &name, &len))
+						return false;
+					found = (len == step->name_len && memcmp(name, step->name, len) == 0);
+				}
+			}
+			else if (step->name == NULL && v.type == KL_JSON_ARRAY)
+			{
+				kl_json_array_open(&it, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+				for (int k = 0; k <= step->index && kl_json_array_next(&it, &m); k++)
+					found = (k == step->index);
+			}
+			if (found)
+				v = m;
+		}
+		if (found)
+		{
+			slot->seen = true;
+			slot->v = v;
+			return true;
+		}
+	}
+	return true;
+}
+
+/*
  * kl_judge_business_date
  *		The event's business date, as the contract finds it.
  */
@@ -2071,6 +2145,23 @@ kl_contract_judge(const KlContract *c, const KlJudgeInput *in, KlPool *out,
 		}
 	}
 
+	/* fields derived from a path inside the value */
+	if (o->nderived > 0)
+	{
+		for (int p = 0; p < o->nprops; p++)
+		{
+			const KlSchema *s = &o->props[p];
+
+			if (s->npaths == 0)
+				continue;
+			if (slots[p].seen)
+				return kl_msg(&j, "field \"%s\" is derived from %s: the value must not have a member of that name",
+							  s->path, s->paths_text);
+			if (!kl_derive(&j, o, s, slots, extra, nextra, &slots[p]))
+				return KL_OOM;
+		}
+	}
+
 	/* 4: missing required fields */
 	for (int r = 0; r < o->nrequired; r++)
 	{
@@ -2134,7 +2225,7 @@ kl_contract_judge(const KlContract *c, const KlJudgeInput *in, KlPool *out,
 	/* accepted: its event_id, business date and normalised event */
 	if ((err = kl_judge_business_date(&j, c, in, slots, ev)) != NULL)
 		return err;
-	if (c->event_id_prop >= 0)
+	if (c->nevent_id == 1)
 	{
 		const KlSlot *s = &slots[c->event_id_prop];
 
@@ -2142,6 +2233,27 @@ kl_contract_judge(const KlContract *c, const KlJudgeInput *in, KlPool *out,
 		if (ev->event_id == NULL)
 			return KL_OOM;
 		ev->event_id_len = s->str_len;
+	}
+	else if (c->nevent_id > 1)
+	{
+		/* several fields: their values as a JSON array, as json.dumps writes one */
+		KlBuf		b;
+
+		if (!kl_buf_init(&b, scratch, 64) || !kl_buf_append(&b, "[", 1))
+			return KL_OOM;
+		for (int i = 0; i < c->nevent_id; i++)
+		{
+			const KlSlot *s = &slots[c->event_id_props[i]];
+
+			if ((i > 0 && !kl_buf_append(&b, ", ", 2)) || !kl_buf_append(&b, s->out, s->out_len))
+				return KL_OOM;
+		}
+		if (!kl_buf_append(&b, "]", 1))
+			return KL_OOM;
+		ev->event_id = kl_pool_strdup(out, b.data, b.len);
+		if (ev->event_id == NULL)
+			return KL_OOM;
+		ev->event_id_len = b.len;
 	}
 	memset(&top, 0, sizeof(top));
 	if ((err = kl_render_members(&j, o, slots, extra, nextra, &top.out, &top.out_len)) != NULL)

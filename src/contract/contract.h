@@ -72,6 +72,25 @@ typedef struct KlEnumValue
 
 typedef struct KlObjectSchema KlObjectSchema;
 
+/*
+ * One step of a derived field's path: a member's name (decoded), or an
+ * array's element (name NULL)
+ */
+typedef struct KlPathStep
+{
+	const char *name;
+	int			name_len;
+	int			index;
+} KlPathStep;
+
+/* One path inside the value: customer.country, items[0].sku */
+typedef struct KlPath
+{
+	int			nsteps;
+	KlPathStep *steps;
+	const char *text;			/* as messages write it */
+} KlPath;
+
 /* The compiled schema of one field (a property, or an array's items) */
 typedef struct KlSchema
 {
@@ -112,6 +131,9 @@ typedef struct KlSchema
 	/* kafka_lake's own */
 	const char *header;			/* filled from this Kafka header when absent */
 	int			header_len;
+	int			npaths;			/* derived from the first of these paths */
+	KlPath	   *paths;			/* that leads to a value, or 0 and NULL */
+	const char *paths_text;		/* "after.id", or "after.id or before.id" */
 	const char *sql_type;		/* its column type in <source>_events and
 								 * silver, spelt canonically */
 	Oid			sql_typid;		/* ... resolved under pg_catalog, pg_temp */
@@ -134,6 +156,7 @@ struct KlObjectSchema
 	int			hash_size;		/* power of two */
 	int16	   *hash;			/* name hash -> property index, -1 empty */
 	int			nheaders;		/* properties with "header" */
+	int			nderived;		/* properties with "path" */
 };
 
 /* One cross-field rule: left op right */
@@ -177,7 +200,10 @@ typedef struct KlContract
 	bool		accept_tombstones;	/* raw: a null value is accepted */
 	int			max_value_bytes;
 	KlObjectSchema top;
-	int			event_id_prop;	/* -1: dedupe by coordinate only */
+	int			event_id_prop;	/* the one field of the event_id, or -1 */
+	int			nevent_id;		/* fields of the event_id: 0 (dedupe by
+								 * coordinate only), 1, or several */
+	int		   *event_id_props;	/* ... their property indexes */
 	int			schema_version_prop;	/* -1: none */
 	KlBusinessDateKind bd_kind;
 	int			bd_prop;		/* the field, for the field kinds */

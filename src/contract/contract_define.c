@@ -227,6 +227,8 @@ typedef struct KlDef
 	struct KlDef **vals;
 } KlDef;
 
+static void kl_compile_paths(KlSchema *s, const KlDef *d);
+
 /*
  * kl_def_fail
  *		ERROR 42P17 at a place of the definition.
@@ -475,7 +477,7 @@ static const char *const kl_raw_keys[] = {
 static const char *const kl_property_keys[] = {
 	"type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
 	"minLength", "maxLength", "pattern", "format", "properties", "required",
-	"additionalProperties", "items", "normalize", "header", "sql_type",
+	"additionalProperties", "items", "normalize", "header", "path", "sql_type",
 	"title", "description", "$comment", NULL
 };
 
@@ -1034,6 +1036,16 @@ kl_compile_property(KlSchema *s, const KlDef *d, const char *name, const char *p
 			kl_def_fail(k, "Give the name of the Kafka header the field comes from.",
 						"header must name a Kafka header");
 	}
+	if ((k = kl_def_get(d, "path")) != NULL)
+	{
+		if (!top)
+			kl_def_fail(k, "Only a top-level field can be derived from a path.",
+						"\"path\" is not allowed here");
+		if (s->header)
+			kl_def_fail(k, "A field comes from a header or from a path, not both.",
+						"give \"header\" or \"path\", not both");
+		kl_compile_paths(s, k);
+	}
 	if ((k = kl_def_get(d, "sql_type")) != NULL)
 	{
 		if (!top)
@@ -1044,6 +1056,80 @@ kl_compile_property(KlSchema *s, const KlDef *d, const char *name, const char *p
 	else
 		kl_default_sql_type(s);
 #undef ONLY_FOR
+}
+
+/*
+ * kl_compile_path
+ *		One path: a list of member names and array indexes, the first a
+ *		name (a top-level member).  Its text is how messages name it.
+ */
+static void
+kl_compile_path(KlPath *path, const KlDef *d)
+{
+	StringInfoData text;
+
+	if (d->v.type != KL_JSON_ARRAY || d->n == 0)
+		kl_def_fail(d, "For example \"path\": [\"customer\", \"country\"] (member names, and array indexes from 0).",
+					"a path must be a non-empty list");
+	if (d->n > 32)
+		kl_def_fail(d, "Derive the field from a path of at most 32 steps.", "a path may have at most 32 steps");
+	path->nsteps = d->n;
+	path->steps = palloc0(sizeof(KlPathStep) * d->n);
+	initStringInfo(&text);
+	for (int i = 0; i < d->n; i++)
+	{
+		const KlDef *e = d->vals[i];
+		KlPathStep *step = &path->steps[i];
+
+		if (e->v.type == KL_JSON_STRING)
+		{
+			step->name = kl_def_string(e, "a step of a path");
+			step->name_len = strlen(step->name);
+			if (step->name_len == 0)
+				kl_def_fail(e, "Name the member of each step.", "a step of a path must not be empty");
+			appendStringInfo(&text, i > 0 ? ".%s" : "%s", step->name);
+		}
+		else if (e->v.type == KL_JSON_NUMBER && i > 0)
+		{
+			step->index = kl_def_int(e, "an array index", 0, 1000000);
+			appendStringInfo(&text, "[%d]", step->index);
+		}
+		else
+			kl_def_fail(e, i == 0 ? "A path starts at a top-level member of the value: its name." :
+						"A step is a member's name (a string) or an array index (an integer from 0).",
+						"a step of a path must be %s", i == 0 ? "a member name" : "a name or an index");
+	}
+	path->text = text.data;
+}
+
+/*
+ * kl_compile_paths
+ *		"path": one path, or a list of paths tried in order (the first that
+ *		leads to a value gives it: [["after", "id"], ["before", "id"]]).
+ *		What each step is in the schema is checked later, by
+ *		kl_resolve_paths, once every top-level property is known.
+ */
+static void
+kl_compile_paths(KlSchema *s, const KlDef *d)
+{
+	bool		several = d->v.type == KL_JSON_ARRAY && d->n > 0 &&
+		d->vals[0]->v.type == KL_JSON_ARRAY;
+	StringInfoData text;
+
+	if (d->v.type != KL_JSON_ARRAY)
+		kl_def_fail(d, "For example \"path\": [\"customer\", \"country\"], or several paths tried in order: [[\"after\", \"id\"], [\"before\", \"id\"]].",
+					"path must be a list");
+	if (several && d->n > 8)
+		kl_def_fail(d, "Try at most 8 paths.", "a field may be derived from at most 8 paths");
+	s->npaths = several ? d->n : 1;
+	s->paths = palloc0(sizeof(KlPath) * s->npaths);
+	initStringInfo(&text);
+	for (int i = 0; i < s->npaths; i++)
+	{
+		kl_compile_path(&s->paths[i], several ? d->vals[i] : d);
+		appendStringInfo(&text, i > 0 ? " or %s" : "%s", s->paths[i].text);
+	}
+	s->paths_text = text.data;
 }
 
 /*
@@ -1082,6 +1168,8 @@ kl_compile_object(const KlDef *d, const KlDef *props, const char *path, bool top
 			kl_compile_property(&o->props[i], props->vals[i], name, ppath, top);
 			if (o->props[i].header)
 				o->nheaders++;
+			if (o->props[i].npaths > 0)
+				o->nderived++;
 		}
 	}
 	if (req)
@@ -1405,6 +1493,115 @@ kl_compile_name_list(KlContract *c, const KlDef *d, const char *key, int *n)
 }
 
 /*
+ * kl_path_hint
+ *		"Perhaps you meant" among the properties of an object schema.
+ */
+static const char *
+kl_path_hint(const KlObjectSchema *o, const char *name, const char *where)
+{
+	const char **words = palloc(sizeof(char *) * (o->nprops + 1));
+	const char *closest;
+
+	for (int i = 0; i < o->nprops; i++)
+		words[i] = o->props[i].name;
+	words[o->nprops] = NULL;
+	closest = kl_closest(name, words);
+	if (closest)
+		return psprintf("Perhaps you meant \"%s\". A path names members of %s.", closest, where);
+	return psprintf("A path names members of %s, which does not let others in (additionalProperties is false).",
+					where);
+}
+
+/*
+ * kl_resolve_paths
+ *		Each derived field's paths against the schema: each step a member
+ *		the object there has (or may have: additionalProperties), or an
+ *		element of an array; the first a top-level member that is not
+ *		itself derived.  Where the schema says what is at the end, its
+ *		type must be one the field may have.
+ */
+static void
+kl_resolve_paths(KlContract *c, const KlDef *props)
+{
+	for (int p = 0; p < c->top.nprops; p++)
+	{
+		const KlSchema *s = &c->top.props[p];
+		const KlDef *pd;
+
+		if (s->npaths == 0)
+			continue;
+		pd = kl_def_get(kl_def_get(props, s->name), "path");
+		for (int a = 0; a < s->npaths; a++)
+		{
+			const KlPath *path = &s->paths[a];
+			const KlDef *steps = s->npaths > 1 ? pd->vals[a] : pd;
+			const KlSchema *at = NULL;	/* the schema at the step, if known */
+			const char *where = "the value";
+
+			for (int i = 0; i < path->nsteps; i++)
+			{
+				const KlPathStep *step = &path->steps[i];
+				const KlDef *e = steps->vals[i];
+
+				if (i == 0)
+				{
+					int			q = -1;
+
+					for (int j = 0; j < c->top.nprops && q < 0; j++)
+						if (strcmp(c->top.props[j].name, step->name) == 0)
+							q = j;
+					if (q == p)
+						kl_def_fail(e, "Derive the field from another member of the value.",
+									"field \"%s\" cannot be derived from itself", s->name);
+					if (q >= 0 && c->top.props[q].npaths > 0)
+						kl_def_fail(e, "Give the whole path from a member of the value.",
+									"field \"%s\" is itself derived", step->name);
+					if (q < 0 && !c->top.additional)
+						kl_def_fail(e, kl_path_hint(&c->top, step->name, "the value"),
+									"\"%s\" is not a property", step->name);
+					at = q >= 0 ? &c->top.props[q] : NULL;
+					where = step->name;
+					continue;
+				}
+				if (at == NULL)
+					break;		/* a member of no schema: anything may be there */
+				if (step->name != NULL)
+				{
+					const KlSchema *next = NULL;
+
+					if (!(at->types & KL_TYPE_OBJECT))
+						kl_def_fail(e, "A name steps into an object; an index into an array.",
+									"%s is %s, not an object", where, at->type_words);
+					if (at->object != NULL)
+					{
+						for (int j = 0; j < at->object->nprops && next == NULL; j++)
+							if (strcmp(at->object->props[j].name, step->name) == 0)
+								next = &at->object->props[j];
+						if (next == NULL && !at->object->additional)
+							kl_def_fail(e, kl_path_hint(at->object, step->name, where),
+										"\"%s\" is not a property of %s", step->name, where);
+					}
+					at = next;
+				}
+				else
+				{
+					if (!(at->types & KL_TYPE_ARRAY))
+						kl_def_fail(e, "An index steps into an array; a name into an object.",
+									"%s is %s, not an array", where, at->type_words);
+					at = at->items;
+				}
+				where = step->name ? psprintf("%s.%s", where, step->name) :
+					psprintf("%s[%d]", where, step->index);
+			}
+			if (at != NULL && (at->types & s->types) == 0)
+				kl_def_fail(steps, "Give the derived field the type of what the path leads to.",
+							"%s is %s, which field \"%s\" (%s) can never be",
+							path->text, at->type_words, s->name, s->type_words);
+		}
+	}
+}
+
+/*
  * kl_contract_compile
  *		Check a definition and compile it, in cxt.  ERROR 42P17 at the first
  *		thing that is wrong with it.
@@ -1467,16 +1664,36 @@ kl_contract_compile(const char *name, int32 version, const char *definition, siz
 	{
 		c->max_value_bytes = kl_def_int(k, "max_value_bytes", 1, KL_CONTRACT_LIMIT_MAX);
 	}
+	if (c->top.nderived > 0)
+		kl_resolve_paths(c, kl_def_get(d, "properties"));
 	if ((k = kl_def_get(d, "event_id")) != NULL)
 	{
-		const KlSchema *s;
+		/* one field, or the list of fields whose values together are it */
+		bool		list = (k->v.type == KL_JSON_ARRAY);
 
-		c->event_id_prop = kl_top_prop(c, k, kl_def_string(k, "event_id"), "\"event_id\"");
-		s = &c->top.props[c->event_id_prop];
-		if (!kl_is_required(c, c->event_id_prop) ||
-			(s->types != KL_TYPE_STRING && s->types != KL_TYPE_INTEGER))
-			kl_def_fail(k, "The event_id field is required, of type string or integer (not null).",
-						"field \"%s\" cannot identify events", s->name);
+		if (list && (k->n == 0 || k->n > 8))
+			kl_def_fail(k, "Name the one to eight fields whose values together identify an event, for example [\"order_id\", \"version\"].",
+						"event_id must name from 1 to 8 fields");
+		if (list)
+			c->event_id_props = kl_compile_name_list(c, k, "event_id", &c->nevent_id);
+		else
+		{
+			c->nevent_id = 1;
+			c->event_id_props = palloc(sizeof(int));
+			c->event_id_props[0] = kl_top_prop(c, k, kl_def_string(k, "event_id"), "\"event_id\"");
+		}
+		for (int i = 0; i < c->nevent_id; i++)
+		{
+			const KlSchema *s = &c->top.props[c->event_id_props[i]];
+
+			if (!kl_is_required(c, c->event_id_props[i]) ||
+				(s->types != KL_TYPE_STRING && s->types != KL_TYPE_INTEGER))
+				kl_def_fail(list ? k->vals[i] : k,
+							"An event_id field is required, of type string or integer (not null).",
+							"field \"%s\" cannot identify events", s->name);
+		}
+		if (c->nevent_id == 1)
+			c->event_id_prop = c->event_id_props[0];
 	}
 	if ((k = kl_def_get(d, "schema_version")) != NULL)
 	{

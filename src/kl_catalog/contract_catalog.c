@@ -413,7 +413,7 @@ kl_events_columns(const KlContract *c)
 	{
 		KlEventsColumn *col;
 
-		if (strcmp(coords[i][0], "event_id") == 0 && c->event_id_prop < 0)
+		if (strcmp(coords[i][0], "event_id") == 0 && c->nevent_id == 0)
 			continue;
 		if (strcmp(coords[i][0], "raw_value") == 0 && !c->raw)
 			continue;
