@@ -83,6 +83,13 @@ typedef struct KlLayout
 								 * own; -1 */
 	int			nnk;			/* natural key: CSV columns; 0: the coordinate */
 	int		   *nk;
+	bool		entity;			/* an entity stream: each key's latest version
+								 * wins, not its first */
+	int			norder;			/* ... ordered by these CSV columns, then the
+								 * coordinate */
+	int		   *order;
+	int			deleted_field;	/* CSV column whose value deleted_text marks
+								 * a deletion; -1 */
 	int			fresh_field;	/* first date-time field, -1: none */
 	int			id_field;		/* the event_id field, -1: none */
 	const char *date_versions;	/* a date's layout: the versions of its
@@ -289,6 +296,7 @@ extern void kl_bridge_drop_temp(KlBridge *b);
 extern void kl_bridge_define(KlBridge *b, KlLayout *lay);
 extern KlLayout *kl_layout_for(const KlSource *src, const KlContract *const *cs, int ncs);
 extern int	kl_layout_prop_field(const KlLayout *lay, int prop);
+extern const char *kl_layout_live_sql(const KlLayout *lay);
 extern char *kl_csv_header_of(char **names, int *lens, int n);
 extern void kl_silver_ensure(const KlSource *src, const KlContract *c);
 extern void kl_silver_follow(const KlSource *src, KlLayout *lay);

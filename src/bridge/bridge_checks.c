@@ -185,6 +185,9 @@ kl_checks_metrics(KlBridge *b, KlChecksQuery *q)
 	StringInfo	sql = &q->sql;
 	ListCell   *cell;
 
+	const char *live = kl_layout_live_sql(lay);
+	const char *filter = live ? psprintf(" FILTER (WHERE %s)", live) : "";
+
 	appendStringInfoString(sql, "SELECT count(*)");
 	foreach(cell, b->golds)
 	{
@@ -192,16 +195,17 @@ kl_checks_metrics(KlBridge *b, KlChecksQuery *q)
 
 		if (g->compute)
 			continue;
+		/* declared golds leave an entity's deletions out */
 		for (int m = 0; m < g->nmetrics; m++)
 		{
 			const KlMetric *mt = &g->metrics[m];
 
 			if (mt->op == KL_METRIC_SUM)
-				appendStringInfo(sql, ", coalesce(sum(%s), 0)::text",
-								 kl_field_sql(&lay->fields[mt->field]));
+				appendStringInfo(sql, ", coalesce(sum(%s)%s, 0)::text",
+								 kl_field_sql(&lay->fields[mt->field]), filter);
 			else if (mt->op == KL_METRIC_COUNT)
-				appendStringInfo(sql, ", count(%s)::text",
-								 mt->field >= 0 ? kl_field_sql(&lay->fields[mt->field]) : "*");
+				appendStringInfo(sql, ", count(%s)%s::text",
+								 mt->field >= 0 ? kl_field_sql(&lay->fields[mt->field]) : "*", filter);
 		}
 	}
 

@@ -463,6 +463,17 @@ kl_layout_for(const KlSource *src, const KlContract *const *cs, int ncs)
 		for (int i = 0; i < n; i++)
 			if (order[i] == &c->top.props[c->natural_key[k]])
 				lay->nk[k] = i;
+	lay->entity = c->entity;
+	lay->norder = c->norder_by;
+	lay->order = palloc(sizeof(int) * Max(c->norder_by, 1));
+	for (int k = 0; k < c->norder_by; k++)
+		for (int i = 0; i < n; i++)
+			if (order[i] == &c->top.props[c->order_by[k]])
+				lay->order[k] = i;
+	lay->deleted_field = -1;
+	for (int i = 0; i < n && c->deleted_prop >= 0; i++)
+		if (order[i] == &c->top.props[c->deleted_prop])
+			lay->deleted_field = i;
 
 	/* the CSV's header: the fields' own names, then the provenance */
 	header = palloc(sizeof(char *) * lay->ncolumns);
@@ -487,6 +498,20 @@ kl_layout_prop_field(const KlLayout *lay, int prop)
 		if (lay->fields[i].schema == &lay->contract->top.props[prop])
 			return i;
 	return -1;
+}
+
+/*
+ * kl_layout_live_sql
+ *		The condition, over silver's columns, of a row that is no entity's
+ *		deletion; NULL when the contract marks none.
+ */
+const char *
+kl_layout_live_sql(const KlLayout *lay)
+{
+	if (lay->deleted_field < 0)
+		return NULL;
+	return psprintf("%s IS DISTINCT FROM %s", quote_identifier(lay->fields[lay->deleted_field].column),
+					quote_literal_cstr(lay->contract->deleted_text));
 }
 
 /*
@@ -1114,6 +1139,58 @@ kl_silver_expected(const KlLayout *lay)
 }
 
 /*
+ * kl_state_view
+ *		An entity stream's kafka_lake.<source>_state (made again: silver's
+ *		columns may have changed): of the current snapshot of every date,
+ *		each key's latest silver row by order_by, then the coordinate (as
+ *		the bridge picks a date's: strings by their bytes), unless that
+ *		row is a deletion.  Owned by the extension's owner, as silver.
+ */
+static void
+kl_state_view(const KlSource *src, const KlLayout *lay)
+{
+	const char *view = quote_identifier(psprintf("%s_state", src->source));
+	const char *live = kl_layout_live_sql(lay);
+	StringInfoData key;
+	StringInfoData order;
+
+	Oid			existing = get_relname_relid(psprintf("%s_state", src->source),
+											 get_namespace_oid("kafka_lake", false));
+
+	if (OidIsValid(existing) && get_rel_relkind(existing) != RELKIND_VIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("the state view of source \"%s\" cannot be created: kafka_lake.%s exists",
+						src->source, view),
+				 errdetail("An entity stream's source has the view kafka_lake.<source>_state."),
+				 errhint("Rename that object, or choose another source name.")));
+	initStringInfo(&key);
+	initStringInfo(&order);
+	for (int k = 0; k < lay->nnk; k++)
+		appendStringInfo(&key, "%ss.%s", k ? ", " : "", quote_identifier(lay->fields[lay->nk[k]].column));
+	for (int k = 0; k < lay->norder; k++)
+	{
+		const KlBridgeField *f = &lay->fields[lay->order[k]];
+
+		appendStringInfo(&order, "s.%s%s DESC, ", quote_identifier(f->column),
+						 (f->sql_typid == TEXTOID || f->sql_typid == VARCHAROID) ? " COLLATE \"C\"" : "");
+	}
+	if ((OidIsValid(existing) &&
+		 SPI_execute(psprintf("DROP VIEW kafka_lake.%s", view), false, 0) != SPI_OK_UTILITY) ||
+		SPI_execute(psprintf("CREATE VIEW kafka_lake.%s AS SELECT v.* FROM"
+							 " (SELECT DISTINCT ON (%s) s.* FROM kafka_lake.%s s"
+							 "  JOIN kafka_lake.snapshots sn ON sn.run_id = s.run_id AND sn.is_current"
+							 "  ORDER BY %s, %ss.kafka_partition DESC, s.kafka_offset DESC) v%s%s",
+							 view, key.data, quote_identifier(lay->silver), key.data, order.data,
+							 live ? " WHERE " : "", live ? live : ""), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(psprintf("COMMENT ON VIEW kafka_lake.%s IS %s", view,
+							 quote_literal_cstr(psprintf("State of kafka_lake source %s: the latest version of each key across the current snapshots of every date, deletions left out",
+														 src->source))),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create kafka_lake.%s", view);
+}
+
+/*
  * kl_silver_create
  *		Create kafka_lake.<source>_silver with the columns of a layout.
  */
@@ -1145,6 +1222,8 @@ kl_silver_create(const KlSource *src, const KlLayout *lay)
 														 src->source, lay->contract->name))),
 					false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not create kafka_lake.%s", rel);
+	if (lay->entity)
+		kl_state_view(src, lay);
 	kl_catalog_end(cs);
 }
 
@@ -1288,6 +1367,14 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 	{
 		StringInfoData sql;
 
+		/* an entity's state view reads silver's columns: made again after */
+		if (lay->entity &&
+			OidIsValid(get_relname_relid(psprintf("%s_state", src->source),
+										 get_namespace_oid("kafka_lake", false))) &&
+			SPI_execute(psprintf("DROP VIEW kafka_lake.%s",
+								 quote_identifier(psprintf("%s_state", src->source))),
+						false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not drop kafka_lake.%s_state", src->source);
 		initStringInfo(&sql);
 		appendStringInfo(&sql, "ALTER TABLE kafka_lake.%s ", rel);
 		foreach(cell, changes)
@@ -1296,6 +1383,11 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not alter kafka_lake.%s", rel);
 	}
+	if (lay->entity &&
+		(changes != NIL ||
+		 !OidIsValid(get_relname_relid(psprintf("%s_state", src->source),
+									   get_namespace_oid("kafka_lake", false)))))
+		kl_state_view(src, lay);
 	kl_catalog_end(cs);
 	if (changes != NIL)
 	{
@@ -1685,7 +1777,7 @@ static void
 kl_check_gold_name(const char *gold)
 {
 	static const char *const suffixes[] = {
-		"_records", "_events", "_silver", "_current", "_as_of", "_compute", "_check", NULL
+		"_records", "_events", "_silver", "_state", "_current", "_as_of", "_compute", "_check", NULL
 	};
 	int			len = strlen(gold);
 	bool		bad = strstr(gold, "_check_") != NULL;
@@ -1700,7 +1792,7 @@ kl_check_gold_name(const char *gold)
 		ereport(ERROR,
 				(errcode(ERRCODE_RESERVED_NAME),
 				 errmsg("gold name \"%s\" is reserved", gold),
-				 errdetail("Names ending in _records, _events or _silver are a source's tables, _current, _as_of and _compute a gold's own objects, and names holding _check_ (or ending in _check) a check's functions."),
+				 errdetail("Names ending in _records, _events, _silver or _state are a source's tables, _current, _as_of and _compute a gold's own objects, and names holding _check_ (or ending in _check) a check's functions."),
 				 errhint("Choose another name, for example daily_revenue.")));
 }
 
@@ -2599,6 +2691,14 @@ kl_bridge_drop_definitions(int32 source_id, const char *source)
 				stmts = lappend(stmts, s);
 		}
 	nsp = get_namespace_oid("kafka_lake", false);
+	{
+		Oid			state = get_relname_relid(psprintf("%s_state", source), nsp);
+
+		/* an entity stream's state view, which reads silver */
+		if (OidIsValid(state) && get_rel_relkind(state) == RELKIND_VIEW)
+			stmts = lappend(stmts, psprintf("DROP VIEW kafka_lake.%s",
+											quote_identifier(psprintf("%s_state", source))));
+	}
 	if (OidIsValid(get_relname_relid(psprintf("%s_silver", source), nsp)))
 		stmts = lappend(stmts, psprintf("DROP TABLE kafka_lake.%s",
 										quote_identifier(psprintf("%s_silver", source))));

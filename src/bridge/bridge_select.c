@@ -294,6 +294,14 @@ typedef struct KlSelLine
 	size_t		len;
 } KlSelLine;
 
+/* An entity's latest version: the selected event, and its order's bytes */
+typedef struct KlVersion
+{
+	int64		event;
+	int			off;
+	int			len;
+} KlVersion;
+
 /* The state of pass 1, shared by its per-line step */
 typedef struct KlSel
 {
@@ -316,6 +324,12 @@ typedef struct KlSel
 	KlUsedBatch *used;			/* of the batch being read */
 	const KlBatch *used_of;
 	MemoryContext batch_cxt;
+	/* an entity stream: each key's latest version so far */
+	StringInfoData order;		/* the version's order, as bytes */
+	KlVersion  *latest;			/* by the value the key set keeps */
+	int64		nlatest;
+	int64		latest_cap;
+	StringInfoData orders;		/* where their orders are */
 } KlSel;
 
 /*
@@ -468,6 +482,100 @@ kl_bridge_line_selected(KlBridge *b, KlSel *st, const KlBatch *batch, int file, 
 }
 
 /*
+ * kl_order_int
+ *		An int64 as 8 bytes that compare (memcmp) as the integers do.
+ */
+static inline void
+kl_order_int(StringInfo o, int64 v)
+{
+	uint64		u = (uint64) v ^ (UINT64CONST(1) << 63);
+	char		bytes[8];
+
+	for (int i = 0; i < 8; i++)
+		bytes[i] = (char) (u >> (56 - 8 * i));
+	appendBinaryStringInfo(o, bytes, 8);
+}
+
+/*
+ * kl_entity_version
+ *		An entity stream's event (st->key holds its key): it becomes its
+ *		key's latest version when its order (the order_by fields, as bytes
+ *		that compare as silver's columns do: integers and instants as
+ *		numbers, strings and dates by their bytes) is at least the latest's;
+ *		a tie goes to it, the later coordinate, since events come in
+ *		(partition, offset) order.  Deletions are versions like any other.
+ */
+static void
+kl_entity_version(KlBridge *b, KlSel *st, const KlCsvValue *values)
+{
+	const KlLayout *lay = st->lay;
+	StringInfo	o = &st->order;
+	bool		is_new;
+	int32	   *slot;
+	KlVersion  *v;
+
+	resetStringInfo(o);
+	for (int k = 0; k < lay->norder; k++)
+	{
+		int			c = lay->order[k];
+		const KlCsvValue *cv = &values[c];
+
+		if (cv->is_int)
+			kl_order_int(o, cv->ival);
+		else if (lay->fields[c].date_time && !cv->is_null)
+		{
+			if (!st->parsed[c])
+				kl_field_instant(&lay->fields[c], cv, &st->instants[c], &st->written[c]);
+			st->parsed[c] = true;
+			kl_order_int(o, st->instants[c]);
+		}
+		else
+		{
+			/* a contract's strings hold no NUL: the terminator sorts first */
+			if (!cv->is_null)
+				appendBinaryStringInfo(o, cv->str, cv->len);
+			appendStringInfoChar(o, '\0');
+		}
+	}
+	slot = kl_keyset_add(&st->keys, st->key.data, st->key.len, &is_new);
+	if (is_new)
+	{
+		if (st->nlatest == st->latest_cap)
+		{
+			st->latest_cap = Max(st->latest_cap * 2, 1024);
+			st->latest = st->latest ?
+				repalloc_huge(st->latest, sizeof(KlVersion) * st->latest_cap) :
+				MemoryContextAllocHuge(b->cxt, sizeof(KlVersion) * st->latest_cap);
+		}
+		if (st->nlatest >= PG_INT32_MAX)
+			elog(ERROR, "too many entities in one date");
+		*slot = (int32) st->nlatest;
+		v = &st->latest[st->nlatest++];
+		v->off = st->orders.len;
+		v->len = o->len;
+		v->event = b->selected;
+		appendBinaryStringInfo(&st->orders, o->data, o->len);
+		return;
+	}
+	v = &st->latest[*slot];
+	{
+		int			c = memcmp(o->data, st->orders.data + v->off, Min(o->len, v->len));
+
+		if ((c != 0 ? c : o->len - v->len) < 0)
+			return;
+	}
+	v->event = b->selected;
+	if (o->len <= v->len)
+		memcpy(st->orders.data + v->off, o->data, o->len);
+	else
+	{
+		v->off = st->orders.len;
+		appendBinaryStringInfo(&st->orders, o->data, o->len);
+	}
+	v->len = o->len;
+}
+
+/*
  * kl_bridge_take
  *		One selected event (the line parsed in st, coordinate idx of batch)
  *		becomes its canonical CSV line, and is counted for the source-side
@@ -600,7 +708,10 @@ kl_bridge_take(KlBridge *b, KlSel *st, const KlBatch *batch, int idx)
 			else
 				kl_keyset_append_part(key, v->str, v->len);
 		}
-		kl_keyset_push(&st->keys, key->data, key->len, b->selected, kl_mark_first_seen, b);
+		if (lay->entity)
+			kl_entity_version(b, st, values);
+		else
+			kl_keyset_push(&st->keys, key->data, key->len, b->selected, kl_mark_first_seen, b);
 	}
 	else
 		kl_mark_first_seen(b, b->selected);
@@ -972,6 +1083,11 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 	initStringInfo(&st.out);
 	enlargeStringInfo(&st.out, KL_BRIDGE_WRITE_CHUNK + 64 * 1024);
 	initStringInfo(&st.key);
+	if (lay->entity)
+	{
+		initStringInfo(&st.order);
+		initStringInfo(&st.orders);
+	}
 	foreach(cell, batches)
 		capacity += ((KlBatch *) lfirst(cell))->counts[KL_FILE_ACCEPTED];
 	if (lay->nnk > 0)
@@ -1057,7 +1173,13 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 	for (int i = 0; i < 2; i++)
 		if (buffers[i])
 			pfree(buffers[i]);
-	if (lay->nnk > 0)
+	if (lay->nnk > 0 && lay->entity)
+	{
+		for (int64 i = 0; i < st.nlatest; i++)
+			kl_mark_first_seen(b, st.latest[i].event);
+		b->distinct_keys = st.nlatest;
+	}
+	else if (lay->nnk > 0)
 	{
 		kl_keyset_drain(&st.keys, kl_mark_first_seen, b);
 		b->distinct_keys = st.keys.count;

@@ -584,8 +584,12 @@ kl_bridge_load_silver_rows(KlBridge *b, KlCsvAhead *ahead)
 				isnull[a] = false;
 			}
 		}
-		foreach(cell, declared)
-			kl_gold_add(b, lfirst(cell), &key, f, lens, ivals, nums);
+		/* an entity's deletion is in silver, and in no declared gold */
+		if (!(lay->deleted_field >= 0 &&
+			  lens[lay->deleted_field] == (int) strlen(lay->contract->deleted_text) &&
+			  memcmp(f[lay->deleted_field], lay->contract->deleted_text, lens[lay->deleted_field]) == 0))
+			foreach(cell, declared)
+				kl_gold_add(b, lfirst(cell), &key, f, lens, ivals, nums);
 		MemoryContextSwitchTo(b->cxt);
 		kl_bulk_add(&w);
 		b->silver_inserted++;

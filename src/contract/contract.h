@@ -215,6 +215,18 @@ typedef struct KlContract
 	int		   *columns;		/* top-level property indexes */
 	int			nnatural_key;
 	int		   *natural_key;
+	/*
+	 * An entity stream ("entity"): records are versions of an entity, whose
+	 * key is the natural key; silver holds each key's latest version per
+	 * date, by order_by and then the coordinate, a deletion included
+	 */
+	bool		entity;
+	int			norder_by;
+	int		   *order_by;		/* top-level property indexes */
+	int			deleted_prop;	/* a version whose field equals deleted_value
+								 * is a deletion; -1: none */
+	KlEnumValue deleted_value;
+	const char *deleted_text;	/* ... as the canonical CSV writes it */
 	const char *definition;		/* the definition's text, as stored */
 	const KlSchema *unbounded_pattern;	/* the first pattern whose matching
 										 * time has no bound, or NULL */

@@ -466,7 +466,7 @@ kl_def_number(const KlDef *d, const char *what)
 
 static const char *const kl_top_keys[] = {
 	"type", "properties", "required", "additionalProperties", "event_id", "business_date",
-	"schema_version", "rules", "max_value_bytes", "columns", "natural_key", "raw",
+	"schema_version", "rules", "max_value_bytes", "columns", "natural_key", "entity", "raw",
 	"framing", "title", "description", "$comment", "$schema", NULL
 };
 
@@ -479,6 +479,14 @@ static const char *const kl_property_keys[] = {
 	"minLength", "maxLength", "pattern", "format", "properties", "required",
 	"additionalProperties", "items", "normalize", "header", "path", "sql_type",
 	"title", "description", "$comment", NULL
+};
+
+static const char *const kl_entity_keys[] = {
+	"key", "order_by", "deleted", NULL
+};
+
+static const char *const kl_deleted_keys[] = {
+	"field", "equals", NULL
 };
 
 static const char *const kl_business_date_keys[] = {
@@ -1493,6 +1501,120 @@ kl_compile_name_list(KlContract *c, const KlDef *d, const char *key, int *n)
 }
 
 /*
+ * kl_compile_entity
+ *		"entity": {"key": [fields], "order_by": [fields], "deleted": {"field":
+ *		f, "equals": v}}.  The key is the natural key (a "natural_key" given
+ *		too must be the same list); the order fields are required integers,
+ *		dates, date-times or strings, compared as their columns compare
+ *		them (strings by their bytes).
+ */
+static void
+kl_compile_entity(KlContract *c, const KlDef *d)
+{
+	KlDef	   *key;
+	KlDef	   *order;
+	KlDef	   *del;
+	int			nkey;
+	int		   *keys;
+
+	if (d->v.type != KL_JSON_OBJECT)
+		kl_def_fail(d, "For example \"entity\": {\"key\": [\"order_id\"], \"order_by\": [\"updated_at\"]}.",
+					"entity must be a JSON object");
+	kl_def_check_keys(d, kl_entity_keys, "entity");
+	if (c->bd_kind == KL_BD_NONE)
+		kl_def_fail(d, "Give the contract a \"business_date\": silver holds each key's latest version per date.",
+					"an entity stream needs a business_date");
+	if ((key = kl_def_get(d, "key")) == NULL)
+		kl_def_fail(d, "Name the fields that identify an entity: \"key\": [\"order_id\"].",
+					"entity needs a key");
+	if ((order = kl_def_get(d, "order_by")) == NULL)
+		kl_def_fail(d, "Name the fields that order an entity's versions: \"order_by\": [\"updated_at\"] (then the coordinate).",
+					"entity needs order_by");
+	keys = kl_compile_name_list(c, key, "key", &nkey);
+	if (nkey == 0)
+		kl_def_fail(key, "Name at least one field.", "key must name a field");
+	for (int i = 0; i < nkey; i++)
+	{
+		const KlSchema *s = &c->top.props[keys[i]];
+
+		if (!kl_is_required(c, keys[i]) || (s->types & KL_TYPE_NULL) ||
+			(s->types & (KL_TYPE_OBJECT | KL_TYPE_ARRAY)))
+			kl_def_fail(key->vals[i], "A key field is required and a string, number or boolean (not null).",
+						"field \"%s\" cannot be part of the key", s->name);
+	}
+	if (c->nnatural_key > 0)
+	{
+		bool		same = (c->nnatural_key == nkey);
+
+		for (int i = 0; same && i < nkey; i++)
+			same = (c->natural_key[i] == keys[i]);
+		if (!same)
+			kl_def_fail(key, "Leave natural_key out: an entity's key is its natural key.",
+							"the entity key and natural_key differ");
+	}
+	c->natural_key = keys;
+	c->nnatural_key = nkey;
+
+	c->order_by = kl_compile_name_list(c, order, "order_by", &c->norder_by);
+	if (c->norder_by == 0)
+		kl_def_fail(order, "Name at least one field, for example a version or an updated_at.",
+					"order_by must name a field");
+	for (int i = 0; i < c->norder_by; i++)
+	{
+		const KlSchema *s = &c->top.props[c->order_by[i]];
+		Oid			t = s->sql_typid;
+		bool		ok;
+
+		if (s->types == KL_TYPE_INTEGER)
+			ok = (t == INT8OID || t == INT4OID || t == INT2OID || t == NUMERICOID);
+		else if (s->types == KL_TYPE_STRING && s->format == KL_FORMAT_DATE_TIME)
+			ok = (t == TIMESTAMPTZOID);
+		else if (s->types == KL_TYPE_STRING && s->format == KL_FORMAT_DATE)
+			ok = (t == DATEOID || t == TEXTOID || t == VARCHAROID);
+		else if (s->types == KL_TYPE_STRING)
+			ok = (t == TEXTOID || t == VARCHAROID);
+		else
+			ok = false;
+		if (!kl_is_required(c, c->order_by[i]) || !ok)
+			kl_def_fail(order->vals[i], "An order_by field is required, not null, and an integer, a date, a date-time or a string, of its default SQL type (a string compares by its bytes).",
+						"field \"%s\" cannot order versions", s->name);
+	}
+
+	c->deleted_prop = -1;
+	if ((del = kl_def_get(d, "deleted")) != NULL)
+	{
+		KlDef	   *field;
+		KlDef	   *equals;
+		const KlSchema *s;
+
+		if (del->v.type != KL_JSON_OBJECT)
+			kl_def_fail(del, "For example \"deleted\": {\"field\": \"op\", \"equals\": \"d\"}.",
+						"deleted must be a JSON object");
+		kl_def_check_keys(del, kl_deleted_keys, "deleted");
+		if ((field = kl_def_get(del, "field")) == NULL || (equals = kl_def_get(del, "equals")) == NULL)
+			kl_def_fail(del, "For example \"deleted\": {\"field\": \"op\", \"equals\": \"d\"}.",
+						"deleted needs a field and the value that marks a deletion");
+		c->deleted_prop = kl_top_prop(c, field, kl_def_string(field, "field"), "\"deleted\"");
+		s = &c->top.props[c->deleted_prop];
+		if ((s->types & ~KL_TYPE_NULL) & ~(KL_TYPE_STRING | KL_TYPE_INTEGER | KL_TYPE_BOOLEAN) ||
+			(s->types & ~KL_TYPE_NULL) == 0)
+			kl_def_fail(field, "A deletion is marked by a string, integer or boolean field.",
+						"field \"%s\" cannot mark a deletion", s->name);
+		kl_compile_enum_value(equals, s->types & ~KL_TYPE_NULL, &c->deleted_value);
+		if (c->deleted_value.type == KL_TYPE_STRING)
+			c->deleted_text = c->deleted_value.str;
+		else if (c->deleted_value.type == KL_TYPE_INTEGER && c->deleted_value.num.is_int64)
+			c->deleted_text = c->deleted_value.num.text;
+		else if (c->deleted_value.type == KL_TYPE_BOOLEAN)
+			c->deleted_text = c->deleted_value.bval ? "true" : "false";
+		else
+			kl_def_fail(equals, "Give a string, an integer or a boolean of the field's type.",
+						"a deletion cannot be marked by %.*s", (int) Min(equals->v.len, 64), equals->v.start);
+	}
+	c->entity = true;
+}
+
+/*
  * kl_path_hint
  *		"Perhaps you meant" among the properties of an object schema.
  */
@@ -1731,6 +1853,10 @@ kl_contract_compile(const char *name, int32 version, const char *definition, siz
 							"field \"%s\" cannot be part of the natural key", s->name);
 		}
 	}
+
+	c->deleted_prop = -1;
+	if ((k = kl_def_get(d, "entity")) != NULL)
+		kl_compile_entity(c, k);
 
 	/*
 	 * Lines carry the event_id and business date of their own, unless the

@@ -38,13 +38,13 @@
 static const char *const kl_avro_contract_keys[] = {
 	"format", "schema", "schema_id", "server", "subject", "version", "normalize",
 	"event_id", "business_date", "schema_version", "rules", "columns", "natural_key",
-	"max_value_bytes", "title", "description", "$comment", NULL
+	"entity", "max_value_bytes", "title", "description", "$comment", NULL
 };
 
 /* the keys copied as they are into the JSON contract */
 static const char *const kl_avro_copied_keys[] = {
 	"event_id", "business_date", "schema_version", "rules", "columns", "natural_key",
-	"max_value_bytes", "title", "description", "$comment", NULL
+	"entity", "max_value_bytes", "title", "description", "$comment", NULL
 };
 
 /* The top-level members of a definition, as spans of its text */
