@@ -24,8 +24,15 @@
 #      a user-written copy of machine_event_v1, with a gold defined by
 #      define_gold as the built-in one is, bridges it (timed), checks that
 #      its source_hash and its gold equal the built-in's;
-#   6. prints bridge_time / (sort_time + sha256sum_time) for both bridges,
-#      with both sorts.
+#   6. lands them into a third source whose contract declares the events
+#      versions of entities (machine_event_v1's definition with "entity":
+#      {"key": ["work_order_id", "machine_id"], "order_by": ["event_time"]}
+#      in place of its natural key: silver keeps each pair's latest event),
+#      with the same declared gold, bridges it (timed), and checks that its
+#      source_hash is the built-in's (the same CSV) and that silver has one
+#      row per pair;
+#   7. prints bridge_time / (sort_time + sha256sum_time) for the three
+#      bridges, with both sorts.
 #
 # Environment (a cluster with kafka_lake installed and a running broker):
 #   PGHOST PGPORT PGUSER PGDATABASE   where to connect (a superuser)
@@ -57,6 +64,8 @@ TOPIC="bench.bridge.$RUN"
 SOURCE="bench_bridge_$RUN"
 USER_SOURCE="bench_bridge_user_$RUN"
 USER_GOLD="bench_gold_$RUN"
+ENTITY_SOURCE="bench_bridge_entity_$RUN"
+ENTITY_GOLD="bench_gold_entity_$RUN"
 SERVER="bench_bridge_kafka"
 
 psql_q() {
@@ -98,6 +107,14 @@ SELECT kafka_lake.create_contract('bench_bridge_machine', definition)
 SELECT kafka_lake.create_source('$USER_SOURCE', '$SERVER', '$TOPIC', group_id => 'bench-bridge-user-$RUN',
                                 contract => 'bench_bridge_machine');
 SELECT kafka_lake.define_gold('$USER_SOURCE', '$USER_GOLD', grain => grain, metrics => metrics)
+  FROM kafka_lake.golds WHERE gold = 'gold_daily_line_metrics';
+SELECT kafka_lake.create_contract('bench_bridge_entity',
+         regexp_replace(definition::text, '"natural_key": \[[^]]*\]',
+                        '"entity": {"key": ["work_order_id", "machine_id"], "order_by": ["event_time"]}')::json)
+  FROM kafka_lake.contracts WHERE contract = 'machine_event_v1';
+SELECT kafka_lake.create_source('$ENTITY_SOURCE', '$SERVER', '$TOPIC', group_id => 'bench-bridge-entity-$RUN',
+                                contract => 'bench_bridge_entity');
+SELECT kafka_lake.define_gold('$ENTITY_SOURCE', '$ENTITY_GOLD', grain => grain, metrics => metrics)
   FROM kafka_lake.golds WHERE gold = 'gold_daily_line_metrics';
 SQL
 
@@ -213,15 +230,40 @@ if [ "$differ" != 0 ]; then
 fi
 echo "user:     same source_hash, same gold rows as the built-in"
 
-awk -v b="$bridge_time" -v u="$user_time" -v s="$sort_time" -v c="$sort_c_time" -v h="$sha_time" 'BEGIN {
+# the same events as versions of (work order, machine) entities
+t0=$(now)
+accepted=$(land_all "$ENTITY_SOURCE")
+t1=$(now)
+echo "land:     $(elapsed "$t0" "$t1") s ($accepted accepted, entity contract)"
+settle
+read -r entity_time entity_hash <<<"$(bridge_one "$ENTITY_SOURCE" "entity contract, latest version:")"
+[ -n "$entity_hash" ] || exit 1
+if [ "$entity_hash" != "$source_hash" ]; then
+	echo "bench/bridge.sh: the entity contract gives source_hash $entity_hash, not $source_hash" >&2
+	exit 1
+fi
+pairs=$(psql_q -c "SELECT count(DISTINCT (work_order_id, machine_id)) FROM kafka_lake.${SOURCE}_events WHERE business_date = '$DATE'")
+entity_silver=$(psql_q -c "SELECT r.silver_rows FROM kafka_lake.runs r JOIN kafka_lake.sources s USING (source_id)
+                            WHERE s.source = '$ENTITY_SOURCE' ORDER BY r.finished_at DESC LIMIT 1")
+if [ "$entity_silver" != "$pairs" ]; then
+	echo "bench/bridge.sh: the entity bridge has $entity_silver silver rows, not one per each of the $pairs pairs" >&2
+	exit 1
+fi
+echo "entity:   same source_hash, one silver row per (work order, machine): $pairs"
+
+awk -v b="$bridge_time" -v u="$user_time" -v e="$entity_time" -v s="$sort_time" -v c="$sort_c_time" -v h="$sha_time" 'BEGIN {
 	printf "ratio:    bridge / (sort + sha256sum)         = %.3f / (%.3f + %.3f) = %.2f (target <= 2)\n", b, s, h, b / (s + h);
 	printf "ratio:    bridge / (LC_ALL=C sort + sha256sum) = %.3f / (%.3f + %.3f) = %.2f\n", b, c, h, b / (c + h);
 	printf "ratio:    user bridge / (sort + sha256sum)         = %.3f / (%.3f + %.3f) = %.2f (target <= 2)\n", u, s, h, u / (s + h);
 	printf "ratio:    user bridge / (LC_ALL=C sort + sha256sum) = %.3f / (%.3f + %.3f) = %.2f\n", u, c, h, u / (c + h);
 	printf "ratio:    user bridge / built-in bridge = %.2f\n", u / b;
+	printf "ratio:    entity bridge / (sort + sha256sum)         = %.3f / (%.3f + %.3f) = %.2f\n", e, s, h, e / (s + h);
+	printf "ratio:    entity bridge / (LC_ALL=C sort + sha256sum) = %.3f / (%.3f + %.3f) = %.2f\n", e, c, h, e / (c + h);
+	printf "ratio:    entity bridge / built-in bridge = %.2f\n", e / b;
 }'
 
 if [ "${KEEP:-0}" != 1 ]; then
 	psql_q -c "SELECT kafka_lake.drop_source('$SOURCE', drop_landing => true)" \
-		-c "SELECT kafka_lake.drop_source('$USER_SOURCE', drop_landing => true)" >/dev/null
+		-c "SELECT kafka_lake.drop_source('$USER_SOURCE', drop_landing => true)" \
+		-c "SELECT kafka_lake.drop_source('$ENTITY_SOURCE', drop_landing => true)" >/dev/null
 fi

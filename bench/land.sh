@@ -37,6 +37,13 @@
 #                            owner writes, judged by the same engine): the
 #                            ratio to the built-in says what a contract of
 #                            one's own costs (goal: within 10 %)
+#   kafka_lake, entity:      the same with a contract that declares the
+#                            events versions of entities (the user contract
+#                            with "entity": {"key": ["work_order_id",
+#                            "machine_id"], "order_by": ["event_time"]} in
+#                            place of its natural key): the ratio to the user
+#                            contract says what an entity stream costs the
+#                            landing (goal: within 10 %)
 #   kafka_lake, Avro:        the same with a source on the Avro topic, through
 #                            a server with "schema.registry.url" and an Avro
 #                            contract over the subject (create_contract with
@@ -121,6 +128,10 @@ psql -X -q -v ON_ERROR_STOP=1 <<-SQL
 	CREATE SERVER bench_land FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP');
 	SELECT kafka_lake.create_contract('bench_machine_events', definition)
 	  FROM kafka_lake.contracts WHERE contract = 'machine_event_v1';
+	SELECT kafka_lake.create_contract('bench_machine_entities',
+	         regexp_replace(definition::text, '"natural_key": \[[^]]*\]',
+	                        '"entity": {"key": ["work_order_id", "machine_id"], "order_by": ["event_time"]}')::json)
+	  FROM kafka_lake.contracts WHERE contract = 'machine_event_v1';
 SQL
 "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$TOPIC" "$PARTITIONS"
 log "filling $TOPIC with $COUNT events over $PARTITIONS partitions"
@@ -189,7 +200,7 @@ done
 log "sanity: events 1, $(( (COUNT + 1) / 2 )) and $COUNT of $AVRO_TOPIC decode to the fields of $TOPIC's"
 
 : >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm" ; : >"$OUT/land_user"
-: >"$OUT/land_avro" ; : >"$OUT/hwm_avro"
+: >"$OUT/land_avro" ; : >"$OUT/hwm_avro" ; : >"$OUT/land_entity"
 : >"$OUT/dba" ; : >"$OUT/dba_kcat" ; : >"$OUT/dba_copy" ; : >"$OUT/dba_insert"
 for run in $(seq "$RUNS"); do
 	t0=$(now)
@@ -235,6 +246,20 @@ for run in $(seq "$RUNS"); do
 	t1=$(now)
 	[ "$landed" = "$COUNT" ] || { echo "land (user contract) landed $landed records, expected $COUNT" >&2; exit 1; }
 	echo "$t1 - $t0" | bc >>"$OUT/land_user"
+	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
+		-c "VACUUM kafka_lake.accepted_events" >/dev/null
+
+	# the same events as versions of entities
+	src=bench_land_entity_$run
+	psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.create_source('$src', 'bench_land', '$TOPIC', contract => 'bench_machine_entities')" >/dev/null
+	psql -X -q -c CHECKPOINT
+	sync
+	t0=$(now)
+	landed=$(psql -X -A -t -q -v ON_ERROR_STOP=1 \
+		-c "SELECT sum(records) FROM kafka_lake.land('$src', max_records => $COUNT, timeout => '600 s')")
+	t1=$(now)
+	[ "$landed" = "$COUNT" ] || { echo "land (entity contract) landed $landed records, expected $COUNT" >&2; exit 1; }
+	echo "$t1 - $t0" | bc >>"$OUT/land_entity"
 	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
 		-c "VACUUM kafka_lake.accepted_events" >/dev/null
 
@@ -292,11 +317,11 @@ for run in $(seq "$RUNS"); do
 	psql -X -A -t -q -c "SELECT extract(epoch FROM '$ti'::timestamptz - '$tc'::timestamptz)" >>"$OUT/dba_copy"
 	echo "$(tail -1 "$OUT/dba") - $(tail -1 "$OUT/dba_kcat") - $(tail -1 "$OUT/dba_copy")" | bc >>"$OUT/dba_insert"
 
-	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, land of Avro $(tail -1 "$OUT/land_avro") s, peak backend memory $(( hwm_run / 1024 )) MiB (Avro $(( hwm_avro_run / 1024 )) MiB), kcat + COPY $(tail -1 "$OUT/dba") s"
+	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, land with an entity contract $(tail -1 "$OUT/land_entity") s, land of Avro $(tail -1 "$OUT/land_avro") s, peak backend memory $(( hwm_run / 1024 )) MiB (Avro $(( hwm_avro_run / 1024 )) MiB), kcat + COPY $(tail -1 "$OUT/dba") s"
 done
 
 kd=$(median <"$OUT/kcat_default"); kt=$(median <"$OUT/kcat_tuned"); ld=$(median <"$OUT/land")
-lu=$(median <"$OUT/land_user"); la=$(median <"$OUT/land_avro")
+lu=$(median <"$OUT/land_user"); la=$(median <"$OUT/land_avro"); le=$(median <"$OUT/land_entity")
 db=$(median <"$OUT/dba"); dbk=$(median <"$OUT/dba_kcat"); dbc=$(median <"$OUT/dba_copy"); dbi=$(median <"$OUT/dba_insert")
 hwm=$(sort -g "$OUT/hwm" | tail -1); hwma=$(sort -g "$OUT/hwm_avro" | tail -1)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -309,12 +334,14 @@ printf '  kcat + COPY + INSERT ON CONFLICT   %8.3f s   (medians: kcat %.3f s, CO
 	"$db" "$dbk" "$dbc" "$dbi"
 printf '  kafka_lake.land()                  %8.3f s   (%.0f records/s)\n' "$ld" "$(echo "$COUNT / $ld" | bc -l)"
 printf '  land(), a user-written contract    %8.3f s   (machine_event_v1'"'"'s definition through create_contract)\n' "$lu"
+printf '  land(), an entity contract         %8.3f s   (the user contract, its events versions of (work order, machine))\n' "$le"
 printf '  land(), the same events as Avro    %8.3f s   (%.0f records/s; Confluent framing, a contract over a registry subject; runs %s s)\n' \
 	"$la" "$(echo "$COUNT / $la" | bc -l)" "$(runs <"$OUT/land_avro")"
 printf '  ratio kcat default / land          %8.2f\n' "$(echo "$kd / $ld" | bc -l)"
 printf '  ratio kcat tuned / land            %8.2f\n' "$(echo "$kt / $ld" | bc -l)"
 printf '  ratio kcat + COPY / land           %8.2f\n' "$(echo "$db / $ld" | bc -l)"
 printf '  ratio user contract / built-in     %8.2f   (goal <= 1.10)\n' "$(echo "$lu / $ld" | bc -l)"
+printf '  ratio entity / user contract       %8.2f   (goal <= 1.10)\n' "$(echo "$le / $lu" | bc -l)"
 printf '  ratio land JSON / land Avro        %8.2f   (goal >= 1.0; > 1: Avro lands faster; run by run %s)\n' \
 	"$(echo "$ld / $la" | bc -l)" "$(paste "$OUT/land" "$OUT/land_avro" | awk '{print $1 / $2}' | runs)"
 printf '  peak backend memory (VmHWM)        %8d MiB  (Avro %d MiB; kafka_lake.batch_max_bytes %s)\n' $(( hwm / 1024 )) \

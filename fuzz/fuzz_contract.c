@@ -5,7 +5,7 @@
  *	  (src/contract/contract.c), the code every produced record goes
  *	  through in land().
  *
- * Six contracts are compiled once (contract_define.c, unchanged): the
+ * Seven contracts are compiled once (contract_define.c, unchanged): the
  * built-ins machine_event_v1 and json_object; "every_keyword" (bounds,
  * exclusive bounds, lengths, enum, const, date and date-time formats, a
  * business date read in a fixed-offset zone, arrays, a closed nested
@@ -14,7 +14,9 @@
  * are made canonical, objects in arrays in objects, enums of every JSON
  * type, a business date from the Kafka timestamp); a raw contract; and
  * "framed", JSON in Confluent's wire format ("framing": "confluent": an id
- * or a GUID prefix, or none when a __value_schema_id header is offered).  The
+ * or a GUID prefix, or none when a __value_schema_id header is offered);
+ * "derived", fields taken from paths inside the value (member names, array
+ * indexes, alternatives tried in order) and an event_id of two fields.  The
  * first byte of the input chooses the contract, the Kafka headers offered
  * (none, or some: one null, one not UTF-8) and the Kafka timestamp; the
  * rest is the record value.
@@ -23,7 +25,11 @@
  * that event (same headers, same timestamp) and is accepted again, to the
  * same bytes, the same event_id and the same business date: normalising is
  * idempotent (an event normalised past the contract's value size limit,
- * which escaping non-ASCII characters can do, is not judged again).  Every reason of a refusal is valid UTF-8 text.
+ * which escaping non-ASCII characters can do, is not judged again).  A
+ * "derived" event holds its derived fields, which its value may not: it is
+ * judged again as the same value instead, which must give the same bytes,
+ * and its event_id must be a JSON array.  Every reason of a refusal is valid
+ * UTF-8 text.
  *
  * Cannot cover: "pattern" (the backend's regex engine is not available
  * outside a server: pg_shim.c); time zones with DST rules (the shim has
@@ -85,7 +91,18 @@ static const char framed[] =
 	" \"properties\": {\"id\": {\"type\": \"string\", \"normalize\": [\"trim\"]},"
 	" \"n\": {\"type\": \"integer\", \"minimum\": 0}}, \"required\": [\"id\"]}";
 
-#define NCONTRACTS 6
+static const char derived[] =
+	"{\"type\": \"object\", \"properties\": {"
+	"  \"a\": {\"type\": [\"object\", \"array\", \"null\"]},"
+	"  \"b\": {\"type\": \"object\", \"properties\": {\"c\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}},"
+	"           \"s\": {\"type\": \"string\"}}},"
+	"  \"id\": {\"type\": \"integer\"},"
+	"  \"x\": {\"type\": [\"string\", \"integer\", \"null\"], \"path\": [[\"a\", \"k\"], [\"a\", 1], [\"b\", \"c\", 0, \"k\"]]},"
+	"  \"y\": {\"type\": \"string\", \"path\": [\"b\", \"s\"], \"normalize\": [\"trim\", \"lower\"], \"minLength\": 1},"
+	"  \"z\": {\"type\": [\"object\", \"array\", \"string\", \"number\", \"boolean\", \"null\"], \"path\": [\"extra\", \"deep\", 2]}"
+	"}, \"required\": [\"id\", \"y\"], \"event_id\": [\"id\", \"y\"]}";
+
+#define NCONTRACTS 7
 static KlContract *contracts[NCONTRACTS];
 static KlPool *out_pool;
 static KlPool *scratch_pool;
@@ -128,6 +145,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	contracts[3] = compile("nested", nested, false);
 	contracts[4] = compile("raw", raw, false);
 	contracts[5] = compile("framed", framed, false);
+	contracts[6] = compile("derived", derived, false);
 	out_pool = kl_pool_create(TopMemoryContext, 65536);
 	scratch_pool = kl_pool_create(TopMemoryContext, 65536);
 	kl_shim_reset();
@@ -161,7 +179,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * The limit is on record values: an event normalised past it (json.c
 		 * escapes every non-ASCII character as \uXXXX) is not judged again.
 		 */
-		if (reason == NULL && ev.json != NULL && ev.json_len <= (size_t) c->max_value_bytes)
+		if (reason == NULL && c->top.nderived > 0)
+		{
+			/* the same value again, from a copy of the event (the pools are reused) */
+			char	   *json = malloc(ev.json_len);
+			KlEvent		ev2;
+			const char *reason2;
+
+			memcpy(json, ev.json, ev.json_len);
+			if (ev.event_id == NULL || ev.event_id_len < 2 || ev.event_id[0] != '[' ||
+				ev.event_id[ev.event_id_len - 1] != ']')
+				kl_fuzz_fail("the event_id of several fields is not a JSON array");
+			reason2 = kl_contract_judge(c, &in, out_pool, scratch_pool, &ev2);
+			if (reason2 != NULL || ev2.json_len != ev.json_len ||
+				memcmp(ev2.json, json, ev.json_len) != 0)
+			{
+				free(json);
+				kl_fuzz_fail("a value with derived fields is judged otherwise the second time");
+			}
+			free(json);
+		}
+		else if (reason == NULL && ev.json != NULL && ev.json_len <= (size_t) c->max_value_bytes)
 		{
 			KlJudgeInput in2 = in;
 			KlEvent		ev2;

@@ -36,7 +36,7 @@
 #include "kl_catalog/avro_contract.h"
 
 static const char *const kl_avro_contract_keys[] = {
-	"format", "schema", "schema_id", "server", "subject", "version", "normalize",
+	"format", "schema", "schema_id", "server", "subject", "version", "normalize", "derived",
 	"event_id", "business_date", "schema_version", "rules", "columns", "natural_key",
 	"entity", "max_value_bytes", "title", "description", "$comment", NULL
 };
@@ -290,6 +290,76 @@ kl_avro_normalize_of(const char *field, void *arg)
 }
 
 /*
+ * kl_avro_derived
+ *		An Avro definition's "derived": {"name": {property with "path", and
+ *		"required": true or false}, ...}: fields taken from paths inside the
+ *		decoded datum, as a JSON contract's.  Appends each property (without
+ *		"required") to props, and the required ones' names to required.
+ */
+static void
+kl_avro_derived(const KlJsonValue *derived, StringInfo props, StringInfo required)
+{
+	KlJsonReader it;
+	KlJsonValue k;
+	KlJsonValue m;
+
+	if (derived->type != KL_JSON_OBJECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("invalid contract definition at $.derived: derived must be an object"),
+				 errhint("For example \"derived\": {\"country\": {\"type\": \"string\", \"path\": [\"customer\", \"country\"], \"required\": true}}.")));
+	kl_json_object_open(&it, derived->start, derived->start + derived->len, KL_JSON_MAX_DEPTH);
+	while (kl_json_object_next(&it, &k, &m))
+	{
+		StringInfoData name;
+		KlJsonReader pit;
+		KlJsonValue pk;
+		KlJsonValue pv;
+		bool		has_path = false;
+		bool		first = true;
+
+		initStringInfo(&name);
+		kl_json_decode_string(&k, &name);
+		if (m.type != KL_JSON_OBJECT)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("invalid contract definition at $.derived.%s: a derived field must be an object", name.data)));
+		appendStringInfo(props, "%s", props->len > 0 ? ", " : "");
+		appendBinaryStringInfo(props, k.start, k.len);
+		appendStringInfoString(props, ": {");
+		kl_json_object_open(&pit, m.start, m.start + m.len, KL_JSON_MAX_DEPTH);
+		while (kl_json_object_next(&pit, &pk, &pv))
+		{
+			if (kl_json_key_is(&pk, "required", 8))
+			{
+				if (pv.type != KL_JSON_TRUE && pv.type != KL_JSON_FALSE)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+							 errmsg("invalid contract definition at $.derived.%s.required: required must be true or false", name.data)));
+				if (pv.type == KL_JSON_TRUE)
+				{
+					appendStringInfo(required, "%s", required->len > 0 ? ", " : "");
+					appendBinaryStringInfo(required, k.start, k.len);
+				}
+				continue;
+			}
+			has_path |= kl_json_key_is(&pk, "path", 4);
+			appendStringInfoString(props, first ? "" : ", ");
+			appendBinaryStringInfo(props, pk.start, pk.len);
+			appendStringInfoString(props, ": ");
+			appendBinaryStringInfo(props, pv.start, pv.len);
+			first = false;
+		}
+		appendStringInfoChar(props, '}');
+		if (!has_path)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("invalid contract definition at $.derived.%s: a derived field needs a \"path\"", name.data),
+					 errhint("The fields of the schema are the contract's; \"derived\" adds fields taken from paths inside them, for example \"path\": [\"customer\", \"country\"].")));
+	}
+}
+
+/*
  * kl_avro_contract_translate
  *		The JSON contract equivalent to an Avro definition, and its compiled
  *		reader schema (in the current memory context).  ERROR 42P17 for a
@@ -301,6 +371,7 @@ kl_avro_contract_translate(const char *definition, KlAvroSchema **reader)
 	KlAvroDef	d;
 	const KlJsonValue *schema;
 	const KlJsonValue *norm;
+	const KlJsonValue *derived;
 	StringInfoData out;
 
 	if (!kl_avro_def_read(definition, &d))
@@ -315,7 +386,7 @@ kl_avro_contract_translate(const char *definition, KlAvroSchema **reader)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("invalid contract definition at $: unknown key \"%s\" in an Avro contract", d.keys[i]),
-					 errhint("An Avro contract has the keys format, schema (or server, subject, version), normalize, event_id, business_date, schema_version, rules, columns, natural_key, max_value_bytes: the fields and their types are the schema's.")));
+					 errhint("An Avro contract has the keys format, schema (or server, subject, version), normalize, derived, event_id, business_date, schema_version, rules, columns, natural_key, entity, max_value_bytes: the fields and their types are the schema's.")));
 	}
 	if ((schema = kl_avro_def_get(&d, "schema")) == NULL)
 		ereport(ERROR,
@@ -340,7 +411,38 @@ kl_avro_contract_translate(const char *definition, KlAvroSchema **reader)
 
 	initStringInfo(&out);
 	appendStringInfoString(&out, "{\"type\": \"object\", ");
-	kl_avro_schema_properties(*reader, &out, kl_avro_normalize_of, (void *) norm);
+	if ((derived = kl_avro_def_get(&d, "derived")) == NULL)
+		kl_avro_schema_properties(*reader, &out, kl_avro_normalize_of, (void *) norm);
+	else
+	{
+		/*
+		 * "properties": {fields}, "required": [names] with the derived
+		 * fields added to both (the names are Avro names: no quote or
+		 * brace, so the last "}, \"required\": [" is the boundary)
+		 */
+		StringInfoData fields;
+		StringInfoData props;
+		StringInfoData required;
+		const char *marker = "}, \"required\": [";
+		char	   *cut;
+		char	   *p;
+
+		initStringInfo(&fields);
+		initStringInfo(&props);
+		initStringInfo(&required);
+		kl_avro_schema_properties(*reader, &fields, kl_avro_normalize_of, (void *) norm);
+		kl_avro_derived(derived, &props, &required);
+		for (cut = NULL, p = fields.data; (p = strstr(p, marker)) != NULL; p++)
+			cut = p;
+		Assert(cut != NULL && fields.data[fields.len - 1] == ']');
+		appendBinaryStringInfo(&out, fields.data, cut - fields.data);
+		if (props.len > 0)
+			appendStringInfo(&out, "%s%s", cut[-1] == '{' ? "" : ", ", props.data);
+		appendBinaryStringInfo(&out, cut, fields.len - 1 - (cut - fields.data));
+		if (required.len > 0)
+			appendStringInfo(&out, "%s%s", fields.data[fields.len - 2] == '[' ? "" : ", ", required.data);
+		appendStringInfoChar(&out, ']');
+	}
 	for (int w = 0; kl_avro_copied_keys[w]; w++)
 	{
 		const KlJsonValue *v = kl_avro_def_get(&d, kl_avro_copied_keys[w]);

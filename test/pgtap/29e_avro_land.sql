@@ -12,7 +12,7 @@
 -- the registry down decodes from kafka_lake.schemas.  Needs the broker and the registry
 -- peer.
 SET client_min_messages = warning;
-SELECT plan(41);
+SELECT plan(44);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text;
@@ -100,6 +100,24 @@ SELECT results_eq($$SELECT order_id, amount, ordered_at, day, note, customer, st
            ('ord-3', 99999999.99, '2026-06-30 08:00:00+00', '2026-06-30', NULL, '{"id": 9, "name": "Cy"}', 'shipped', '2026-06-30')$$,
   'the events read back typed: numeric, timestamptz, date, jsonb, text; the second writer''s too');
 SELECT is((SELECT event_id FROM kafka_lake.orders29e_events WHERE "offset" = 0), 'ord-1', 'the event_id is the field''s');
+
+-- fields derived from the nested record, in a second source over the same records
+\o /dev/null
+SELECT kafka_lake.create_contract('orders29e_derived', $${
+  "format": "avro", "server": "avro29e", "subject": "orders29e-value", "version": 1,
+  "derived": {"customer_name": {"type": "string", "path": ["customer", "name"], "normalize": ["lower"], "required": true},
+              "customer_id": {"type": "integer", "path": ["customer", "id"], "required": true}},
+  "event_id": ["order_id", "customer_id"], "business_date": {"field": "day"}
+}$$);
+SELECT kafka_lake.create_source('orders29e_d', 'avro29e', 'orders29e.t', contract => 'orders29e_derived');
+\o
+SELECT results_eq($$SELECT accepted FROM kafka_lake.land('orders29e_d')$$, $$VALUES (3)$$,
+  'an Avro contract with derived fields lands the same records');
+SELECT results_eq($$SELECT order_id, customer_name, customer_id, event_id FROM kafka_lake.orders29e_d_events ORDER BY "offset"$$,
+  $$VALUES ('ord-1', 'ann', 7::bigint, '["ord-1", 7]'), ('ord-2', 'bob', 8, '["ord-2", 8]'), ('ord-3', 'cy', 9, '["ord-3", 9]')$$,
+  'its derived columns hold the nested record''s fields, normalised, and the event_id combines two fields');
+SELECT is(pg_temp.error_of($$SELECT kafka_lake.create_contract('bad29e', '{"format": "avro", "schema": {"type": "record", "name": "r", "fields": [{"name": "a", "type": "string"}]}, "derived": {"b": {"type": "string"}}}')$$),
+  '42P17: invalid contract definition at $.derived.b: a derived field needs a "path"', 'a derived field of an Avro contract needs a path');
 
 CREATE FUNCTION pg_temp.reason(o int) RETURNS text LANGUAGE sql AS $$
   SELECT validation_error FROM kafka_lake.orders29e_records WHERE "offset" = o AND status = 'quarantined' $$;
