@@ -51,7 +51,9 @@
 #include "access/xact.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/comment.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -1139,6 +1141,30 @@ kl_silver_expected(const KlLayout *lay)
 }
 
 /*
+ * kl_state_view_comment
+ *		The comment of an entity stream's state view, which names the key,
+ *		the order and the deletion it was made for: kl_silver_follow makes
+ *		the view again when a contract version changes them.
+ */
+static char *
+kl_state_view_comment(const KlSource *src, const KlLayout *lay)
+{
+	StringInfoData c;
+
+	initStringInfo(&c);
+	appendStringInfo(&c, "State of kafka_lake source %s: the latest version of each key across the current snapshots of every date, deletions left out (key", src->source);
+	for (int k = 0; k < lay->nnk; k++)
+		appendStringInfo(&c, " %s", quote_identifier(lay->fields[lay->nk[k]].column));
+	appendStringInfoString(&c, "; order_by");
+	for (int k = 0; k < lay->norder; k++)
+		appendStringInfo(&c, " %s", quote_identifier(lay->fields[lay->order[k]].column));
+	if (lay->deleted_field >= 0)
+		appendStringInfo(&c, "; deleted where %s", kl_layout_live_sql(lay));
+	appendStringInfoChar(&c, ')');
+	return c.data;
+}
+
+/*
  * kl_state_view
  *		An entity stream's kafka_lake.<source>_state (made again: silver's
  *		columns may have changed): of the current snapshot of every date,
@@ -1184,8 +1210,7 @@ kl_state_view(const KlSource *src, const KlLayout *lay)
 							 view, key.data, quote_identifier(lay->silver), key.data, order.data,
 							 live ? " WHERE " : "", live ? live : ""), false, 0) != SPI_OK_UTILITY ||
 		SPI_execute(psprintf("COMMENT ON VIEW kafka_lake.%s IS %s", view,
-							 quote_literal_cstr(psprintf("State of kafka_lake source %s: the latest version of each key across the current snapshots of every date, deletions left out",
-														 src->source))),
+							 quote_literal_cstr(kl_state_view_comment(src, lay))),
 					false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not create kafka_lake.%s", view);
 }
@@ -1273,6 +1298,7 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 	char	  **types;
 	bool	   *notnull;
 	bool	   *used;
+	bool		type_change = false;
 	MemoryContext caller = CurrentMemoryContext;
 
 	if (!OidIsValid(relid))
@@ -1348,6 +1374,7 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 			changes = lappend(changes, psprintf("ALTER COLUMN %s TYPE %s USING %s::%s",
 												quote_identifier(fd->column), fd->sql_type,
 												quote_identifier(fd->column), fd->sql_type));
+			type_change = true;
 			continue;
 		}
 		ereport(ERROR,
@@ -1367,8 +1394,8 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 	{
 		StringInfoData sql;
 
-		/* an entity's state view reads silver's columns: made again after */
-		if (lay->entity &&
+		/* an entity's state view stops a column's type change: made again after */
+		if (lay->entity && type_change &&
 			OidIsValid(get_relname_relid(psprintf("%s_state", src->source),
 										 get_namespace_oid("kafka_lake", false))) &&
 			SPI_execute(psprintf("DROP VIEW kafka_lake.%s",
@@ -1383,11 +1410,26 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not alter kafka_lake.%s", rel);
 	}
-	if (lay->entity &&
-		(changes != NIL ||
-		 !OidIsValid(get_relname_relid(psprintf("%s_state", src->source),
-									   get_namespace_oid("kafka_lake", false)))))
-		kl_state_view(src, lay);
+	if (lay->entity)
+	{
+		/*
+		 * The view follows the source's contract version: made again from a
+		 * date of that version when silver's columns or the entity changed
+		 * (its comment says which it was made for), and from any date when
+		 * it is missing
+		 */
+		Oid			state = get_relname_relid(psprintf("%s_state", src->source),
+											  get_namespace_oid("kafka_lake", false));
+		const KlContract *cur = kl_source_contract(src);
+		bool		current = strcmp(cur->name, lay->contract->name) == 0 &&
+			cur->version == lay->contract->version;
+		char	   *comment = OidIsValid(state) ? GetComment(state, RelationRelationId, 0) : NULL;
+
+		if (!OidIsValid(state) ||
+			(current && (changes != NIL || comment == NULL ||
+						 strcmp(comment, kl_state_view_comment(src, lay)) != 0)))
+			kl_state_view(src, lay);
+	}
 	kl_catalog_end(cs);
 	if (changes != NIL)
 	{
