@@ -199,6 +199,23 @@ for n in 1 $(( (COUNT + 1) / 2 )) "$COUNT"; do
 done
 log "sanity: events 1, $(( (COUNT + 1) / 2 )) and $COUNT of $AVRO_TOPIC decode to the fields of $TOPIC's"
 
+# land_contract source contract file what: land every event into a new source of
+# that contract, in a fresh backend; its time appended to file; the source dropped
+land_contract() {
+	local src=$1 contract=$2 file=$3 what=$4 landed t0 t1
+	psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.create_source('$src', 'bench_land', '$TOPIC', contract => '$contract')" >/dev/null
+	psql -X -q -c CHECKPOINT
+	sync
+	t0=$(now)
+	landed=$(psql -X -A -t -q -v ON_ERROR_STOP=1 \
+		-c "SELECT sum(records) FROM kafka_lake.land('$src', max_records => $COUNT, timeout => '600 s')")
+	t1=$(now)
+	[ "$landed" = "$COUNT" ] || { echo "land ($what) landed $landed records, expected $COUNT" >&2; exit 1; }
+	echo "$t1 - $t0" | bc >>"$file"
+	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
+		-c "VACUUM kafka_lake.accepted_events" >/dev/null
+}
+
 : >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm" ; : >"$OUT/land_user"
 : >"$OUT/land_avro" ; : >"$OUT/hwm_avro" ; : >"$OUT/land_entity"
 : >"$OUT/dba" ; : >"$OUT/dba_kcat" ; : >"$OUT/dba_copy" ; : >"$OUT/dba_insert"
@@ -235,33 +252,9 @@ for run in $(seq "$RUNS"); do
 	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
 		-c "VACUUM kafka_lake.accepted_events" >/dev/null
 
-	# the same events under a user-written copy of machine_event_v1
-	src=bench_land_user_$run
-	psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.create_source('$src', 'bench_land', '$TOPIC', contract => 'bench_machine_events')" >/dev/null
-	psql -X -q -c CHECKPOINT
-	sync
-	t0=$(now)
-	landed=$(psql -X -A -t -q -v ON_ERROR_STOP=1 \
-		-c "SELECT sum(records) FROM kafka_lake.land('$src', max_records => $COUNT, timeout => '600 s')")
-	t1=$(now)
-	[ "$landed" = "$COUNT" ] || { echo "land (user contract) landed $landed records, expected $COUNT" >&2; exit 1; }
-	echo "$t1 - $t0" | bc >>"$OUT/land_user"
-	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
-		-c "VACUUM kafka_lake.accepted_events" >/dev/null
-
-	# the same events as versions of entities
-	src=bench_land_entity_$run
-	psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.create_source('$src', 'bench_land', '$TOPIC', contract => 'bench_machine_entities')" >/dev/null
-	psql -X -q -c CHECKPOINT
-	sync
-	t0=$(now)
-	landed=$(psql -X -A -t -q -v ON_ERROR_STOP=1 \
-		-c "SELECT sum(records) FROM kafka_lake.land('$src', max_records => $COUNT, timeout => '600 s')")
-	t1=$(now)
-	[ "$landed" = "$COUNT" ] || { echo "land (entity contract) landed $landed records, expected $COUNT" >&2; exit 1; }
-	echo "$t1 - $t0" | bc >>"$OUT/land_entity"
-	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
-		-c "VACUUM kafka_lake.accepted_events" >/dev/null
+	# the same events under a user-written copy of machine_event_v1, and as versions of entities
+	land_contract "bench_land_user_$run" bench_machine_events "$OUT/land_user" "user contract"
+	land_contract "bench_land_entity_$run" bench_machine_entities "$OUT/land_entity" "entity contract"
 
 	# the same events as Avro, through the registry subject's contract
 	src=bench_land_avro_$run

@@ -180,3 +180,18 @@ BEGIN
   END IF;
   RETURN (substr(answer, 5)::json ->> 'id')::int;
 END $$;
+
+-- kl_test.contract_error(definition): the message (or, hint => true, the hint) of
+-- the 42P17 that create_contract raises for a definition, or 'accepted' (then a
+-- version of contract kl_test_probe is created)
+CREATE FUNCTION kl_test.contract_error(definition text, hint boolean DEFAULT false) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  h text;
+BEGIN
+  PERFORM kafka_lake.create_contract('kl_test_probe', definition::json);
+  RETURN 'accepted';
+EXCEPTION WHEN invalid_object_definition THEN
+  GET STACKED DIAGNOSTICS h = PG_EXCEPTION_HINT;
+  RETURN CASE WHEN hint THEN h ELSE SQLERRM END;
+END $$;

@@ -13,22 +13,6 @@ CREATE FUNCTION pg_temp.produce(value text) RETURNS text LANGUAGE sql AS $$
   SELECT kl_test.sh(format('echo %s | base64 -d | kcat -P -b %s -t orders70b.t -p 0 2>&1',
     translate(encode(convert_to(value, 'UTF8'), 'base64'), E'\n', ''), kl_test.bootstrap()))
 $$;
-CREATE FUNCTION pg_temp.def_hint(definition text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE h text;
-BEGIN
-  PERFORM kafka_lake.create_contract('bad70b', definition::json);
-  RETURN 'accepted';
-EXCEPTION WHEN invalid_object_definition THEN
-  GET STACKED DIAGNOSTICS h = PG_EXCEPTION_HINT;
-  RETURN h;
-END $$;
-CREATE FUNCTION pg_temp.def_error(definition text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM kafka_lake.create_contract('bad70b', definition::json);
-  RETURN 'accepted';
-EXCEPTION WHEN invalid_object_definition THEN
-  RETURN SQLERRM;
-END $$;
 
 \o /dev/null
 SELECT kl_test.server('orders70b_srv');
@@ -131,47 +115,47 @@ SELECT is((SELECT count(*) FROM kafka_lake.orders70b_silver WHERE order_id = 'o-
           'silver keeps both versions of o-1 (its natural key is (order_id, version))');
 
 -- definitions refused, each with its path
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": "a.x"}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": "a.x"}}}$$),
           'invalid contract definition at $.properties.b.path: path must be a list', 'a path is a list');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": []}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": []}}}$$),
           'invalid contract definition at $.properties.b.path: a path must be a non-empty list', 'a path is not empty');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "string", "path": [0]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "string", "path": [0]}}}$$),
           'invalid contract definition at $.properties.b.path[0]: a step of a path must be a member name', 'a path starts at a name');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": ["a", true]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": ["a", true]}}}$$),
           'invalid contract definition at $.properties.b.path[1]: a step of a path must be a name or an index', 'a step is a name or an index');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "string", "path": ["a", -1]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "string", "path": ["a", -1]}}}$$),
           'invalid contract definition at $.properties.b.path[1]: an array index must be an integer from 0 to 1000000', 'an index is not negative');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"customer": {"type": "object"}, "b": {"type": "string", "path": ["custmer", "x"]}}, "additionalProperties": false}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"customer": {"type": "object"}, "b": {"type": "string", "path": ["custmer", "x"]}}, "additionalProperties": false}$$),
           'invalid contract definition at $.properties.b.path[0]: "custmer" is not a property', 'the first step names a property, when no other member may be there');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"c": {"type": "object", "properties": {"country": {"type": "string"}}, "additionalProperties": false}, "b": {"type": "string", "path": ["c", "contry"]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"c": {"type": "object", "properties": {"country": {"type": "string"}}, "additionalProperties": false}, "b": {"type": "string", "path": ["c", "contry"]}}}$$),
           'invalid contract definition at $.properties.b.path[1]: "contry" is not a property of c', 'a nested step names a property of a closed object');
-SELECT is(pg_temp.def_hint($${"type": "object", "properties": {"c": {"type": "object", "properties": {"country": {"type": "string"}}, "additionalProperties": false}, "b": {"type": "string", "path": ["c", "contry"]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"c": {"type": "object", "properties": {"country": {"type": "string"}}, "additionalProperties": false}, "b": {"type": "string", "path": ["c", "contry"]}}}$$, hint => true),
           'Perhaps you meant "country". A path names members of c.', 'the hint offers the near name');
-SELECT is((SELECT pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string", "path": ["a", "x"]}}}$$)),
+SELECT is((SELECT kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string", "path": ["a", "x"]}}}$$)),
           'invalid contract definition at $.properties.b.path[1]: a is a string, not an object', 'a name steps into an object only');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": ["a", "x", 0]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "path": ["a", "x", 0]}}}$$),
           'accepted', 'a member of no schema may hold anything: the rest of the path is not checked');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object", "properties": {"n": {"type": "integer"}}}, "b": {"type": "string", "path": ["a", "n", 2]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object", "properties": {"n": {"type": "integer"}}}, "b": {"type": "string", "path": ["a", "n", 2]}}}$$),
           'invalid contract definition at $.properties.b.path[2]: a.n is an integer, not an array', 'an index steps into an array only');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"b": {"type": "string", "path": ["b"]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"b": {"type": "string", "path": ["b"]}}}$$),
           'invalid contract definition at $.properties.b.path[0]: field "b" cannot be derived from itself', 'not from itself');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "object", "path": ["a"]}, "c": {"type": "string", "path": ["b", "x"]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "object", "path": ["a"]}, "c": {"type": "string", "path": ["b", "x"]}}}$$),
           'invalid contract definition at $.properties.c.path[0]: field "b" is itself derived', 'not from a derived field');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "header": "h", "path": ["a", "x"]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object"}, "b": {"type": "string", "header": "h", "path": ["a", "x"]}}}$$),
           'invalid contract definition at $.properties.b.path: give "header" or "path", not both', 'a header or a path');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string", "path": ["x"]}}}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string", "path": ["x"]}}}}}$$),
           'invalid contract definition at $.properties.a.properties.b.path: "path" is not allowed here', 'only a top-level field is derived');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "object", "properties": {"n": {"type": "integer"}}}, "b": {"type": "string", "path": ["a", "n"]}}}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "object", "properties": {"n": {"type": "integer"}}}, "b": {"type": "string", "path": ["a", "n"]}}}$$),
           'invalid contract definition at $.properties.b.path: a.n is an integer, which field "b" (a string) can never be', 'the type the path leads to');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "event_id": []}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "event_id": []}$$),
           'invalid contract definition at $.event_id: event_id must name from 1 to 8 fields', 'an event_id names fields');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"], "event_id": ["a", "b"]}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"], "event_id": ["a", "b"]}$$),
           'invalid contract definition at $.event_id[1]: field "b" cannot identify events', 'every field of an event_id is required');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "event_id": ["a", "a"]}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "event_id": ["a", "a"]}$$),
           'invalid contract definition at $.event_id[1]: event_id names "a" twice', 'each field of an event_id once');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}}, "required": ["a", "b"], "event_id": ["a", "b"]}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}}, "required": ["a", "b"], "event_id": ["a", "b"]}$$),
           'invalid contract definition at $.event_id[1]: field "b" cannot identify events', 'an event_id field is a string or an integer');
-SELECT is(pg_temp.def_error($${"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "event_id": ["x"]}$$),
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "event_id": ["x"]}$$),
           'invalid contract definition at $.event_id[0]: "x" is not a property', 'an event_id field is a property');
 
 SELECT * FROM finish();
