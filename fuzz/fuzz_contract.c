@@ -5,7 +5,7 @@
  *	  (src/contract/contract.c), the code every produced record goes
  *	  through in land().
  *
- * Seven contracts are compiled once (contract_define.c, unchanged): the
+ * Eight contracts are compiled once (contract_define.c, unchanged): the
  * built-ins machine_event_v1 and json_object; "every_keyword" (bounds,
  * exclusive bounds, lengths, enum, const, date and date-time formats, a
  * business date read in a fixed-offset zone, arrays, a closed nested
@@ -16,7 +16,9 @@
  * "framed", JSON in Confluent's wire format ("framing": "confluent": an id
  * or a GUID prefix, or none when a __value_schema_id header is offered);
  * "derived", fields taken from paths inside the value (member names, array
- * indexes, alternatives tried in order) and an event_id of two fields.  The
+ * indexes, alternatives tried in order) and an event_id of two fields;
+ * "tombstones", an entity stream whose Kafka tombstones are deletions, for
+ * which the rest of the input is a tombstone's Kafka key.  The
  * first byte of the input chooses the contract, the Kafka headers offered
  * (none, or some: one null, one not UTF-8) and the Kafka timestamp; the
  * rest is the record value.
@@ -102,7 +104,16 @@ static const char derived[] =
 	"  \"z\": {\"type\": [\"object\", \"array\", \"string\", \"number\", \"boolean\", \"null\"], \"path\": [\"extra\", \"deep\", 2]}"
 	"}, \"required\": [\"id\", \"y\"], \"event_id\": [\"id\", \"y\"]}";
 
-#define NCONTRACTS 7
+static const char tombstones[] =
+	"{\"type\": \"object\", \"properties\": {"
+	"  \"id\": {\"type\": \"string\", \"normalize\": [\"trim\", \"lower\"], \"minLength\": 1, \"maxLength\": 40},"
+	"  \"n\": {\"type\": \"integer\"},"
+	"  \"op\": {\"type\": \"string\", \"enum\": [\"c\", \"u\", \"d\"]}"
+	"}, \"required\": [\"id\", \"n\", \"op\"],"
+	" \"business_date\": {\"kafka_timestamp\": true, \"time_zone\": \"UTC\"},"
+	" \"entity\": {\"key\": [\"id\", \"n\"], \"deleted\": {\"field\": \"op\", \"equals\": \"d\", \"tombstones\": true}}}";
+
+#define NCONTRACTS 8
 static KlContract *contracts[NCONTRACTS];
 static KlPool *out_pool;
 static KlPool *scratch_pool;
@@ -146,6 +157,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	contracts[4] = compile("raw", raw, false);
 	contracts[5] = compile("framed", framed, false);
 	contracts[6] = compile("derived", derived, false);
+	contracts[7] = compile("tombstones", tombstones, false);
 	out_pool = kl_pool_create(TopMemoryContext, 65536);
 	scratch_pool = kl_pool_create(TopMemoryContext, 65536);
 	kl_shim_reset();
@@ -165,6 +177,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		in.value = (data[0] & 0x80) && size == 1 ? NULL : (const char *) data + 1;
 		in.value_len = size - 1;
+		in.key = NULL;
+		in.key_len = 0;
+		if (c->tombstones)
+		{
+			/* a tombstone, its key the rest of the input */
+			in.key = in.value;
+			in.key_len = in.value_len;
+			in.value = NULL;
+			in.value_len = 0;
+		}
 		in.nheaders = (data[0] & 0x10) ? lengthof(headers) : 0;
 		in.headers = in.nheaders ? headers : NULL;
 		in.timestamp_ms = (data[0] & 0x20) ? -1 :
@@ -179,7 +201,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * The limit is on record values: an event normalised past it (json.c
 		 * escapes every non-ASCII character as \uXXXX) is not judged again.
 		 */
-		if (reason == NULL && c->top.nderived > 0)
+		if (reason == NULL && c->tombstones)
+		{
+			KlJsonReader rd;
+			KlJsonValue doc;
+
+			kl_json_init(&rd, ev.json, ev.json_len, KL_JSON_MAX_DEPTH);
+			if (!kl_json_parse_document(&rd, &doc) || doc.type != KL_JSON_OBJECT ||
+				!ev.has_business_date || ev.event_id != NULL)
+				kl_fuzz_fail("a tombstone's event is not an object of its key, with a date and no event_id");
+		}
+		else if (reason == NULL && c->top.nderived > 0)
 		{
 			/* the same value again, from a copy of the event (the pools are reused) */
 			char	   *json = malloc(ev.json_len);

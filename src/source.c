@@ -61,7 +61,8 @@ PG_FUNCTION_INFO_V1(kafka_lake_create_contract_1_3);
 /*
  * kl_check_source_names_free
  *		A source's tables are kafka_lake.<source>_records, _events and
- *		_silver: refuse (42P07) a source whose tables would meet an object
+ *		_silver (and an entity stream's view _state): refuse (42P07) a
+ *		source whose tables would meet an object
  *		of kafka_lake already there (a catalog view such as late_events, a
  *		gold defined under that name by an earlier release), before
  *		anything is made on disk (the catalog's row goes with the error).
@@ -69,7 +70,7 @@ PG_FUNCTION_INFO_V1(kafka_lake_create_contract_1_3);
 static void
 kl_check_source_names_free(const char *source)
 {
-	static const char *const suffixes[] = {"_records", "_events", "_silver"};
+	static const char *const suffixes[] = {"_records", "_events", "_silver", "_state"};
 	Oid			nsp = get_namespace_oid("kafka_lake", false);
 
 	for (int i = 0; i < lengthof(suffixes); i++)
@@ -81,7 +82,7 @@ kl_check_source_names_free(const char *source)
 					(errcode(ERRCODE_DUPLICATE_TABLE),
 					 errmsg("source \"%s\" cannot be created: kafka_lake.%s exists", source,
 							quote_identifier(name)),
-					 errdetail("kafka_lake.<source>_records, <source>_events and <source>_silver are a source's own tables."),
+					 errdetail("kafka_lake.<source>_records, <source>_events, <source>_silver and <source>_state are a source's own objects."),
 					 errhint("Choose another source name.")));
 	}
 }

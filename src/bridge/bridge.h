@@ -95,6 +95,7 @@ typedef struct KlLayout
 	const char *date_versions;	/* a date's layout: the versions of its
 								 * events ("1, 2"), for messages; NULL */
 	char	   *silver;			/* relname of the silver table */
+	char	   *state;			/* an entity stream's state view, or NULL */
 	bool		silver_date;	/* silver has a business_date column of its own */
 } KlLayout;
 

@@ -429,6 +429,15 @@ kl_layout_for(const KlSource *src, const KlContract *const *cs, int ncs)
 			versions[nv++] = &cv->top.props[prop];
 		}
 		typed = kl_layout_field_type(versions, nv, src->source);
+		/* a tombstone's row has its key and the deletion's field, nothing else */
+		if (c->tombstones && s != &c->top.props[c->deleted_prop])
+		{
+			bool		key = false;
+
+			for (int k = 0; k < c->nnatural_key; k++)
+				key |= (s == &c->top.props[c->natural_key[k]]);
+			required &= key;
+		}
 		f->required = required;
 		f->sql_type = typed->sql_type;
 		f->sql_typid = typed->sql_typid;
@@ -486,6 +495,7 @@ kl_layout_for(const KlSource *src, const KlContract *const *cs, int ncs)
 	lay->header = kl_csv_header_of(header, NULL, lay->ncolumns);
 	lay->silver = lay->machine ? pstrdup("silver_machine_events") :
 		psprintf("%s_silver", src->source);
+	lay->state = lay->entity ? psprintf("%s_state", src->source) : NULL;
 	return lay;
 }
 
@@ -1167,7 +1177,7 @@ kl_state_view_comment(const KlSource *src, const KlLayout *lay)
 /*
  * kl_state_view
  *		An entity stream's kafka_lake.<source>_state (made again: silver's
- *		columns may have changed): of the current snapshot of every date,
+ *		columns may have grown): of the current snapshot of every date,
  *		each key's latest silver row by order_by, then the coordinate (as
  *		the bridge picks a date's: strings by their bytes), unless that
  *		row is a deletion.  Owned by the extension's owner, as silver.
@@ -1175,13 +1185,12 @@ kl_state_view_comment(const KlSource *src, const KlLayout *lay)
 static void
 kl_state_view(const KlSource *src, const KlLayout *lay)
 {
-	const char *view = quote_identifier(psprintf("%s_state", src->source));
+	const char *view = quote_identifier(lay->state);
 	const char *live = kl_layout_live_sql(lay);
 	StringInfoData key;
 	StringInfoData order;
 
-	Oid			existing = get_relname_relid(psprintf("%s_state", src->source),
-											 get_namespace_oid("kafka_lake", false));
+	Oid			existing = get_relname_relid(lay->state, get_namespace_oid("kafka_lake", false));
 
 	if (OidIsValid(existing) && get_rel_relkind(existing) != RELKIND_VIEW)
 		ereport(ERROR,
@@ -1201,9 +1210,8 @@ kl_state_view(const KlSource *src, const KlLayout *lay)
 		appendStringInfo(&order, "s.%s%s DESC, ", quote_identifier(f->column),
 						 (f->sql_typid == TEXTOID || f->sql_typid == VARCHAROID) ? " COLLATE \"C\"" : "");
 	}
-	if ((OidIsValid(existing) &&
-		 SPI_execute(psprintf("DROP VIEW kafka_lake.%s", view), false, 0) != SPI_OK_UTILITY) ||
-		SPI_execute(psprintf("CREATE VIEW kafka_lake.%s AS SELECT v.* FROM"
+	/* silver's columns only grow at the end, so the view is replaced in place, grants kept */
+	if (SPI_execute(psprintf("CREATE OR REPLACE VIEW kafka_lake.%s AS SELECT v.* FROM"
 							 " (SELECT DISTINCT ON (%s) s.* FROM kafka_lake.%s s"
 							 "  JOIN kafka_lake.snapshots sn ON sn.run_id = s.run_id AND sn.is_current"
 							 "  ORDER BY %s, %ss.kafka_partition DESC, s.kafka_offset DESC) v%s%s",
@@ -1299,6 +1307,7 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 	bool	   *notnull;
 	bool	   *used;
 	bool		type_change = false;
+	List	   *state_grants = NIL;
 	MemoryContext caller = CurrentMemoryContext;
 
 	if (!OidIsValid(relid))
@@ -1394,14 +1403,36 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 	{
 		StringInfoData sql;
 
-		/* an entity's state view stops a column's type change: made again after */
+		/*
+		 * An entity's state view stops a column's type change: dropped, and
+		 * made again below with the grants it had
+		 */
 		if (lay->entity && type_change &&
-			OidIsValid(get_relname_relid(psprintf("%s_state", src->source),
-										 get_namespace_oid("kafka_lake", false))) &&
-			SPI_execute(psprintf("DROP VIEW kafka_lake.%s",
-								 quote_identifier(psprintf("%s_state", src->source))),
-						false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "could not drop kafka_lake.%s_state", src->source);
+			OidIsValid(get_relname_relid(lay->state, get_namespace_oid("kafka_lake", false))))
+		{
+			Oid			argtypes[1] = {TEXTOID};
+			Datum		values[1] = {CStringGetTextDatum(lay->state)};
+
+			if (SPI_execute_with_args("SELECT pg_catalog.format('GRANT %s ON kafka_lake.%I TO %s', a.privilege_type, c.relname,"
+									  "   CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END)"
+									  " FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a"
+									  " LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee"
+									  " WHERE c.relnamespace = 'kafka_lake'::pg_catalog.regnamespace AND c.relname = $1"
+									  "   AND a.grantee <> c.relowner",
+									  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not read the grants of kafka_lake.%s", lay->state);
+			for (uint64 i = 0; i < SPI_processed; i++)
+			{
+				MemoryContext spi = MemoryContextSwitchTo(caller);
+
+				state_grants = lappend(state_grants,
+									   pstrdup(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)));
+				MemoryContextSwitchTo(spi);
+			}
+			if (SPI_execute(psprintf("DROP VIEW kafka_lake.%s", quote_identifier(lay->state)),
+							false, 0) != SPI_OK_UTILITY)
+				elog(ERROR, "could not drop kafka_lake.%s", lay->state);
+		}
 		initStringInfo(&sql);
 		appendStringInfo(&sql, "ALTER TABLE kafka_lake.%s ", rel);
 		foreach(cell, changes)
@@ -1418,8 +1449,7 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 		 * (its comment says which it was made for), and from any date when
 		 * it is missing
 		 */
-		Oid			state = get_relname_relid(psprintf("%s_state", src->source),
-											  get_namespace_oid("kafka_lake", false));
+		Oid			state = get_relname_relid(lay->state, get_namespace_oid("kafka_lake", false));
 		const KlContract *cur = kl_source_contract(src);
 		bool		current = strcmp(cur->name, lay->contract->name) == 0 &&
 			cur->version == lay->contract->version;
@@ -1429,6 +1459,9 @@ kl_silver_follow(const KlSource *src, KlLayout *lay)
 			(current && (changes != NIL || comment == NULL ||
 						 strcmp(comment, kl_state_view_comment(src, lay)) != 0)))
 			kl_state_view(src, lay);
+		foreach(cell, state_grants)
+			if (SPI_execute(lfirst(cell), false, 0) != SPI_OK_UTILITY)
+				elog(ERROR, "could not run: %s", (char *) lfirst(cell));
 	}
 	kl_catalog_end(cs);
 	if (changes != NIL)
@@ -1649,30 +1682,40 @@ kl_create_definer_function(const KlLayout *lay, const char *name, const char *re
 /*
  * kl_grant_silver
  *		The definer reads the source's silver through its SQL: SELECT on
- *		<source>_silver.  silver_machine_events holds every machine_event_v1
- *		source's rows, so there the definer must have been granted it.
+ *		<source>_silver, and on an entity stream's state view (the current
+ *		versions of what silver holds).  silver_machine_events holds every
+ *		machine_event_v1 source's rows, so there the definer must have been
+ *		granted it.
  */
 static void
 kl_grant_silver(const KlLayout *lay, const char *what)
 {
-	Oid			relid = get_relname_relid(lay->silver, get_namespace_oid("kafka_lake", false));
-	KlCatalogSave cs;
+	Oid			nsp = get_namespace_oid("kafka_lake", false);
+	const char *rels[2] = {lay->silver, lay->state};
 
-	if (superuser() || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+	if (superuser())
 		return;
-	if (lay->machine)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("role \"%s\" may not read kafka_lake.silver_machine_events, which %s would read",
-						GetUserNameFromId(GetUserId(), false), what),
-				 errdetail("silver_machine_events holds the silver rows of every machine_event_v1 source."),
-				 errhint("Declare the metrics instead of SQL, or have the extension's owner grant SELECT on kafka_lake.silver_machine_events.")));
-	cs = kl_catalog_begin();
-	if (SPI_execute(psprintf("GRANT SELECT ON kafka_lake.%s TO %s", quote_identifier(lay->silver),
-							 quote_identifier(GetUserNameFromId(cs.userid, false))),
-					false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not grant SELECT on kafka_lake.%s", lay->silver);
-	kl_catalog_end(cs);
+	for (int i = 0; i < 2; i++)
+	{
+		Oid			relid = rels[i] ? get_relname_relid(rels[i], nsp) : InvalidOid;
+		KlCatalogSave cs;
+
+		if (!OidIsValid(relid) || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+			continue;
+		if (lay->machine)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("role \"%s\" may not read kafka_lake.silver_machine_events, which %s would read",
+							GetUserNameFromId(GetUserId(), false), what),
+					 errdetail("silver_machine_events holds the silver rows of every machine_event_v1 source."),
+					 errhint("Declare the metrics instead of SQL, or have the extension's owner grant SELECT on kafka_lake.silver_machine_events.")));
+		cs = kl_catalog_begin();
+		if (SPI_execute(psprintf("GRANT SELECT ON kafka_lake.%s TO %s", quote_identifier(rels[i]),
+								 quote_identifier(GetUserNameFromId(cs.userid, false))),
+						false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not grant SELECT on kafka_lake.%s", rels[i]);
+		kl_catalog_end(cs);
+	}
 }
 
 /*

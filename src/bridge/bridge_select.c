@@ -37,6 +37,10 @@
  * key in a bitmap, one bit per selected event: pass 2 loads only those into
  * silver, and their count is what row_count_source_to_silver expects.  A
  * contract without natural key dedupes by coordinate: every event is first.
+ * An entity stream's contract picks each key's latest event instead, not
+ * its first (kl_entity_version: its order_by values as bytes that compare
+ * as silver's columns do, the coordinate breaking a tie), so that silver
+ * holds each entity's last version of the date, its deletion included.
  * freshness_business_date counts here the events whose first date-time
  * field (machine_event_v1: event_time) is not written within one day of
  * the date.

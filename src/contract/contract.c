@@ -32,7 +32,9 @@
  *	3. members in document order: the first unknown member (when
  *	   additionalProperties is false) or duplicate member, reported only
  *	   once the whole value parsed, so that invalid JSON later in it wins;
- *	   then fields taken from Kafka headers;
+ *	   then fields taken from Kafka headers, then fields derived from a
+ *	   path inside the value (a value member of a derived field's own name
+ *	   is refused: the two would compete for one column);
  *	4. missing required fields, in the order of "required";
  *	5. per field, in the order of "properties": its type (an integer beyond
  *	   int64 is out of range), a NUL character, the normalisation, the
@@ -42,6 +44,10 @@
  *	   the rules whose left side it is;
  *	7. the members additionalProperties lets in, made canonical (a
  *	   duplicate or a NUL character among them is refused).
+ *
+ * An event_id of several fields is their values as the event writes them,
+ * in a JSON array ("[\"o-1\", 2]", as json.dumps writes a list): the
+ * escaping keeps every combination apart, whatever the values hold.
  *
  * THE NORMALISED EVENT
  *
@@ -1978,6 +1984,135 @@ kl_judge_business_date(KlJudge *j, const KlContract *c, const KlJudgeInput *in,
 }
 
 /*
+ * kl_tombstone_member
+ *		The member of a Kafka key's JSON object that names a key field, or
+ *		of its "payload" object (Debezium's envelope with schemas).
+ */
+static bool
+kl_tombstone_member(KlJudge *j, const KlJsonValue *obj, const KlSchema *s, bool payload,
+					KlJsonValue *out, bool *oom)
+{
+	KlJsonReader it;
+	KlJsonValue k;
+	KlJsonValue m;
+
+	kl_json_object_open(&it, obj->start, obj->start + obj->len, KL_JSON_MAX_DEPTH);
+	while (kl_json_object_next(&it, &k, &m))
+	{
+		const char *name;
+		int			len;
+
+		if (!kl_key_name(j, &k, &name, &len))
+		{
+			*oom = true;
+			return false;
+		}
+		if (len == s->name_len && memcmp(name, s->name, len) == 0)
+		{
+			*out = m;
+			return true;
+		}
+		if (payload && m.type == KL_JSON_OBJECT && len == 7 && memcmp(name, "payload", 7) == 0 &&
+			kl_tombstone_member(j, &m, s, false, out, oom))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * kl_judge_tombstone
+ *		A Kafka tombstone of an entity stream that reads tombstones as
+ *		deletions: accepted as the event of its key's fields, read from its
+ *		Kafka key (a JSON object naming them, at its top or under "payload";
+ *		or, for a key of one field, the key itself, a JSON string or number
+ *		or else its text) and judged by their schemas, with the deleted
+ *		field's value; its business date is its Kafka timestamp's day in the
+ *		contract's zone (UTC for a date field); it has no event_id (the
+ *		coordinate is its identity).
+ */
+static const char *
+kl_judge_tombstone(KlJudge *j, const KlContract *c, const KlJudgeInput *in, KlEvent *ev)
+{
+	const KlObjectSchema *o = &c->top;
+	KlSlot	   *slots;
+	KlJsonReader r;
+	KlJsonValue whole;
+	bool		object;
+	bool		oom = false;
+	const char *err;
+	KlSlot		top;
+	TimestampTz t;
+
+	if (in->key == NULL || in->key_len == 0)
+		return "null value (tombstone) without a Kafka key: it deletes no entity";
+	if (!kl_utf8_text_valid(in->key, in->key_len))
+		return "null value (tombstone) whose Kafka key is not UTF-8 text";
+	slots = kl_pool_alloc(j->scratch, sizeof(KlSlot) * Max(o->nprops, 1));
+	if (slots == NULL)
+		return KL_OOM;
+	memset(slots, 0, sizeof(KlSlot) * o->nprops);
+	kl_json_init(&r, in->key, in->key_len, KL_JSON_MAX_DEPTH);
+	object = kl_json_parse_document(&r, &whole);
+	j->has_nul_escape = true;	/* look for \u0000 in every string */
+	for (int k = 0; k < c->nnatural_key; k++)
+	{
+		int			p = c->natural_key[k];
+		KlSlot	   *slot = &slots[p];
+
+		if (object && whole.type == KL_JSON_OBJECT)
+		{
+			if (!kl_tombstone_member(j, &whole, &o->props[p], true, &slot->v, &oom))
+				return oom ? KL_OOM :
+					kl_msg(j, "null value (tombstone) whose Kafka key has no field \"%s\"", o->props[p].path);
+		}
+		else if (c->nnatural_key > 1)
+			return "null value (tombstone) whose Kafka key is not a JSON object naming the entity's key fields";
+		else if (object && (whole.type == KL_JSON_STRING || whole.type == KL_JSON_NUMBER))
+			slot->v = whole;
+		else
+		{
+			/* the key's text, as a string */
+			char	   *esc = kl_pool_alloc(j->scratch, KL_JSON_ESCAPED_MAX(in->key_len));
+
+			if (esc == NULL)
+				return KL_OOM;
+			memset(&slot->v, 0, sizeof(slot->v));
+			slot->v.type = KL_JSON_STRING;
+			slot->v.start = esc;
+			slot->v.len = kl_json_escape_to(esc, in->key, in->key_len);
+			slot->v.has_escapes = (slot->v.len != in->key_len + 2);
+		}
+		slot->seen = true;
+		if ((err = kl_judge_value(j, &o->props[p], o->props[p].path, slot)) != NULL)
+			return err;
+	}
+	{
+		KlSlot	   *slot = &slots[c->deleted_prop];
+
+		kl_json_init(&r, c->deleted_json, strlen(c->deleted_json), KL_JSON_MAX_DEPTH);
+		if (!kl_json_parse_document(&r, &slot->v))
+			return "the contract's deletion value is not JSON";
+		slot->seen = true;
+		if ((err = kl_judge_value(j, &o->props[c->deleted_prop], o->props[c->deleted_prop].path, slot)) != NULL)
+			return err;
+	}
+	if (in->timestamp_ms < 0)
+		return "the record has no Kafka timestamp to take its business_date from";
+	t = (in->timestamp_ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000;
+	if (!kl_date_in_zone(t, c->tombstone_tz, &ev->business_date))
+		return "the business_date of the tombstone cannot be read from its Kafka timestamp";
+	ev->has_business_date = true;
+	memset(&top, 0, sizeof(top));
+	if ((err = kl_render_members(j, o, slots, NULL, 0, &top.out, &top.out_len)) != NULL)
+		return err;
+	ev->json = kl_pool_strdup(j->out, top.out, top.out_len);
+	if (ev->json == NULL)
+		return KL_OOM;
+	ev->json_len = top.out_len;
+	return NULL;
+}
+
+/*
  * kl_contract_judge
  *		Judge one record value against a contract (the order of the checks
  *		is in the file header).  Returns NULL and fills *ev (in out) when it
@@ -2012,6 +2147,8 @@ kl_contract_judge(const KlContract *c, const KlJudgeInput *in, KlPool *out,
 
 	if (value == NULL)
 	{
+		if (c->tombstones)
+			return kl_judge_tombstone(&j, c, in, ev);
 		if (!c->accept_tombstones)
 			return "null value (tombstone)";
 		return kl_judge_business_date(&j, c, in, NULL, ev);

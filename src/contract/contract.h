@@ -227,6 +227,13 @@ typedef struct KlContract
 								 * is a deletion; -1: none */
 	KlEnumValue deleted_value;
 	const char *deleted_text;	/* ... as the canonical CSV writes it */
+	const char *deleted_json;	/* ... as the event writes it */
+	bool		tombstones;		/* a Kafka tombstone is its key's deletion:
+								 * an event of the key's fields and the
+								 * deleted field's value (no order_by: the
+								 * coordinate orders versions) */
+	const pg_tz *tombstone_tz;	/* the zone of a tombstone's business date,
+								 * read from its Kafka timestamp */
 	const char *definition;		/* the definition's text, as stored */
 	const KlSchema *unbounded_pattern;	/* the first pattern whose matching
 										 * time has no bound, or NULL */
@@ -275,6 +282,9 @@ typedef struct KlJudgeInput
 	int64		timestamp_ms;	/* -1: none */
 	const KlHeader *headers;
 	int			nheaders;
+	const char *key;			/* the Kafka key, NULL: none (read only for a
+								 * tombstone of an entity stream) */
+	size_t		key_len;
 } KlJudgeInput;
 
 /* What the contract made of an accepted record (in the output pool) */

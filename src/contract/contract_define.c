@@ -17,15 +17,21 @@
  * (PostgreSQL's regular expressions, not ECMA-262's), "format" ("date",
  * "date-time"), "items", and the annotations "title", "description",
  * "$comment" (and "$schema" at the top).  kafka_lake adds keys only for
- * what JSON Schema cannot say: at the top, "event_id" (the field that
- * identifies an event; without it a contract dedupes by coordinate only),
+ * what JSON Schema cannot say: at the top, "event_id" (the field, or the
+ * list of fields, that identifies an event; without it a contract dedupes
+ * by coordinate only),
  * "business_date" (a date field; a timestamp field read in a named zone;
  * or the Kafka timestamp read in a named zone), "schema_version",
  * "rules" ("a <= b", "a > 0"), "max_value_bytes", "columns" (the order of
  * the fields wherever they are listed: the typed foreign table, the
- * canonical CSV), "natural_key", and "raw" (any bytes, accepted as they
+ * canonical CSV), "natural_key", "entity" (the records are versions of
+ * entities: a key, the fields that order versions, a value that marks a
+ * deletion; read by the bridge), and "raw" (any bytes, accepted as they
  * are); per property, "normalize" (["trim", "lower"]), "header" (the field
  * comes from that Kafka header when the value lacks it: the value wins),
+ * "path" (a top-level field derived from a place inside the value, or the
+ * first of several places that has one; checked against the schema once
+ * every top-level property is known, kl_resolve_paths),
  * "sql_type" (its column type in kafka_lake.<source>_events).  Every other
  * key is refused, with "Perhaps you meant ..." when one is near, and the
  * JSON Schema keywords kafka_lake does not implement (oneOf, $ref, ...) are
@@ -486,7 +492,7 @@ static const char *const kl_entity_keys[] = {
 };
 
 static const char *const kl_deleted_keys[] = {
-	"field", "equals", NULL
+	"field", "equals", "tombstones", NULL
 };
 
 static const char *const kl_business_date_keys[] = {
@@ -1503,10 +1509,11 @@ kl_compile_name_list(KlContract *c, const KlDef *d, const char *key, int *n)
 /*
  * kl_compile_entity
  *		"entity": {"key": [fields], "order_by": [fields], "deleted": {"field":
- *		f, "equals": v}}.  The key is the natural key (a "natural_key" given
- *		too must be the same list); the order fields are required integers,
- *		dates, date-times or strings, compared as their columns compare
- *		them (strings by their bytes).
+ *		f, "equals": v, "tombstones": true}}.  The key is the natural key (a
+ *		"natural_key" given too must be the same list); the order fields are
+ *		required integers, dates, date-times or strings, compared as their
+ *		columns compare them (strings by their bytes); without them, and
+ *		always with tombstones, the coordinate orders versions.
  */
 static void
 kl_compile_entity(KlContract *c, const KlDef *d)
@@ -1514,6 +1521,7 @@ kl_compile_entity(KlContract *c, const KlDef *d)
 	KlDef	   *key;
 	KlDef	   *order;
 	KlDef	   *del;
+	KlDef	   *k;
 	int			nkey;
 	int		   *keys;
 
@@ -1527,9 +1535,7 @@ kl_compile_entity(KlContract *c, const KlDef *d)
 	if ((key = kl_def_get(d, "key")) == NULL)
 		kl_def_fail(d, "Name the fields that identify an entity: \"key\": [\"order_id\"].",
 					"entity needs a key");
-	if ((order = kl_def_get(d, "order_by")) == NULL)
-		kl_def_fail(d, "Name the fields that order an entity's versions: \"order_by\": [\"updated_at\"] (then the coordinate).",
-					"entity needs order_by");
+	order = kl_def_get(d, "order_by");
 	keys = kl_compile_name_list(c, key, "key", &nkey);
 	if (nkey == 0)
 		kl_def_fail(key, "Name at least one field.", "key must name a field");
@@ -1555,10 +1561,8 @@ kl_compile_entity(KlContract *c, const KlDef *d)
 	c->natural_key = keys;
 	c->nnatural_key = nkey;
 
-	c->order_by = kl_compile_name_list(c, order, "order_by", &c->norder_by);
-	if (c->norder_by == 0)
-		kl_def_fail(order, "Name at least one field, for example a version or an updated_at.",
-					"order_by must name a field");
+	/* without order_by, versions are ordered by their coordinate alone */
+	c->order_by = order ? kl_compile_name_list(c, order, "order_by", &c->norder_by) : NULL;
 	for (int i = 0; i < c->norder_by; i++)
 	{
 		const KlSchema *s = &c->top.props[c->order_by[i]];
@@ -1610,6 +1614,25 @@ kl_compile_entity(KlContract *c, const KlDef *d)
 		else
 			kl_def_fail(equals, "Give a string, an integer or a boolean of the field's type.",
 						"a deletion cannot be marked by %.*s", (int) Min(equals->v.len, 64), equals->v.start);
+		if (c->deleted_text[0] == '\0')
+			kl_def_fail(equals, "Mark a deletion by a value that is not empty: an empty field is an absent one.",
+						"a deletion cannot be marked by an empty string");
+		c->deleted_json = pnstrdup(equals->v.start, equals->v.len);
+		if (equals->v.type == KL_JSON_NUMBER)
+			c->deleted_json = c->deleted_value.num.text;
+		if ((k = kl_def_get(del, "tombstones")) != NULL && kl_def_bool(k, "tombstones", NULL))
+		{
+			if (c->norder_by > 0)
+				kl_def_fail(k, "Leave order_by out: a tombstone has no fields to order it by, so versions are ordered by their Kafka coordinate (as log compaction orders them).",
+							"tombstones and order_by exclude each other");
+			for (int i = 0; i < nkey; i++)
+				if (c->top.props[keys[i]].types != KL_TYPE_STRING &&
+					c->top.props[keys[i]].types != KL_TYPE_INTEGER)
+					kl_def_fail(k, "A tombstone's key fields are read from its Kafka key: strings or integers.",
+								"field \"%s\" cannot be read from a Kafka key", c->top.props[keys[i]].name);
+			c->tombstones = true;
+			c->tombstone_tz = c->bd_tz ? c->bd_tz : pg_tzset("UTC");
+		}
 	}
 	c->entity = true;
 }

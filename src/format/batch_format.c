@@ -203,6 +203,8 @@ kl_judge_record(const KlContract *c, KlRecord *r, KlPool *events, KlPool *scratc
 	in.timestamp_ms = r->timestamp_ms;
 	in.headers = r->headers;
 	in.nheaders = r->nheaders;
+	in.key = r->key;
+	in.key_len = r->key_len;
 	reason = kl_contract_judge(c, &in, events, scratch, &r->event);
 	if (reason == kl_judge_out_of_memory)
 		ereport(ERROR,

@@ -633,6 +633,8 @@ kl_avro_judge_record(KlAvroLanding *al, KlRecord *r, KlPool *events, KlPool *scr
 		in.timestamp_ms = r->timestamp_ms;
 		in.headers = r->headers;
 		in.nheaders = r->nheaders;
+		in.key = r->key;
+		in.key_len = r->key_len;
 		reason = kl_contract_judge(al->contract, &in, events, scratch, &r->event);
 	}
 	kl_avro_out_free(&out);

@@ -691,6 +691,8 @@ kl_judge_job(void *arg, const volatile bool *cancel)
 		in.timestamp_ms = r->timestamp_ms;
 		in.headers = r->headers;
 		in.nheaders = r->nheaders;
+		in.key = r->key;
+		in.key_len = r->key_len;
 		reason = NULL;
 		kl_record_framing(job->contract, r);
 		if (job->contract->avro != NULL)

@@ -8,7 +8,7 @@
 -- tombstones; before/after envelope; ts_ms and the log position as the order) gives a
 -- state view equal to the table it came from.  Every version stays in the landing.  Bad
 -- entity definitions are refused with their path.  Needs the broker and kcat.
-SELECT plan(32);
+SELECT plan(44);
 
 CREATE FUNCTION pg_temp.produce(topic text, part int, k text, value text) RETURNS text LANGUAGE sql AS $$
   SELECT kl_test.sh(format('printf ''%%s\t%%s\n'' %s %s | kcat -P -b %s -t %s -p %s -K ''\t'' -Z 2>&1',
@@ -31,7 +31,8 @@ SELECT kafka_lake.create_contract('orders75b', $${
     "version":    {"type": "integer", "minimum": 1},
     "status":     {"type": "string", "enum": ["placed", "paid", "shipped", "cancelled", "deleted"]},
     "updated_at": {"type": "string", "format": "date-time"},
-    "amount":     {"type": "number", "sql_type": "numeric(12,2)"}
+    "amount":     {"type": "number", "sql_type": "numeric(12,2)"},
+    "qty":        {"type": "integer"}
   },
   "required": ["order_id", "version", "status", "updated_at", "amount"],
   "event_id": ["order_id", "version"],
@@ -46,6 +47,19 @@ SELECT is((SELECT relkind::text FROM pg_class WHERE oid = 'kafka_lake.ent75b_sta
           'it has the view kafka_lake.ent75b_state');
 SELECT lives_ok($$SELECT kafka_lake.define_gold('ent75b', 'ent75b_by_status', grain => ARRAY['status'],
     metrics => '{"orders": {"count": "*"}, "amount": {"sum": "amount"}}')$$, 'a declared gold over it');
+
+-- a plain role's SQL gold that reads the state view: defining it grants the view
+CREATE ROLE t75b_analyst;
+GRANT USAGE ON SCHEMA kafka_lake TO t75b_analyst;
+GRANT EXECUTE ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) TO t75b_analyst;
+GRANT SELECT, TRIGGER ON kafka_lake.ent75b_records TO t75b_analyst;
+SET ROLE t75b_analyst;
+SELECT lives_ok($$SELECT kafka_lake.define_gold('ent75b', 'ent75b_live', grain => ARRAY['status'],
+    sql => 'SELECT status, count(*) AS versions, (SELECT count(*) FROM kafka_lake.ent75b_state) AS live_before
+              FROM silver GROUP BY status')$$, 'a plain role defines a SQL gold that reads the state view');
+RESET ROLE;
+SELECT throws_ok($$SELECT kafka_lake.define_gold('ent75b', 'orders_state', grain => ARRAY['status'],
+    metrics => '{"orders": {"count": "*"}}')$$, '42939', NULL, 'a gold may not take a state view''s name');
 
 -- July 1st: o1 placed (p0), shipped v3 (p0), paid v2 (p1: read after p0's v3); o2 placed (p1),
 -- paid (p0); o3 placed, then deleted; o1 v1 again (a duplicate); a tombstone (quarantined)
@@ -65,7 +79,7 @@ SELECT results_eq($$SELECT sum(records)::int, sum(accepted)::int, sum(duplicates
                       FROM kafka_lake.land('ent75b')$$,
                   $$VALUES (9, 7, 1, 1)$$, 'nine records: seven versions accepted, a duplicate, a tombstone quarantined');
 SELECT results_eq($$SELECT silver_rows, gold_rows, quality_passed = quality_total FROM kafka_lake.bridge('ent75b', '2026-07-01')$$,
-                  $$VALUES (3, 2, true)$$, 'July 1st: three orders in silver, two live statuses in gold, every check passes');
+                  $$VALUES (3, 5, true)$$, 'July 1st: three orders in silver, two live statuses in the declared gold and three in the SQL gold, every check passes');
 SELECT results_eq($$SELECT order_id, version, status, amount FROM kafka_lake.ent75b_silver ORDER BY order_id$$,
                   $$VALUES ('o1', 3::bigint, 'shipped', 12.00::numeric(12,2)), ('o2', 2, 'paid', 20), ('o3', 2, 'deleted', 30)$$,
                   'silver: each order''s latest version of the day by version, whatever partition and order it arrived in; the deletion too');
@@ -90,7 +104,11 @@ SELECT pg_temp.produce('ent75b.t', p, k, v) FROM (VALUES
 \o
 SELECT results_eq($$SELECT sum(accepted)::int FROM kafka_lake.land('ent75b')$$, $$VALUES (4)$$, 'four more versions');
 SELECT results_eq($$SELECT silver_rows, gold_rows FROM kafka_lake.bridge('ent75b', '2026-07-02')$$,
-                  $$VALUES (3, 3)$$, 'July 2nd: three orders');
+                  $$VALUES (3, 6)$$, 'July 2nd: three orders');
+SELECT results_eq($$SELECT business_date, status, versions, live_before FROM kafka_lake.ent75b_live_current ORDER BY 1, 2$$,
+                  $$VALUES ('2026-07-01'::date, 'deleted', 1::bigint, 0::bigint), ('2026-07-01', 'paid', 1, 0), ('2026-07-01', 'shipped', 1, 0),
+                           ('2026-07-02', 'cancelled', 1, 2), ('2026-07-02', 'paid', 1, 2), ('2026-07-02', 'placed', 1, 2)$$,
+                  'the SQL gold ran as its role, reading silver with its deletion and the state view as published before');
 SELECT results_eq($$SELECT order_id, version, status, business_date FROM kafka_lake.ent75b_state ORDER BY order_id$$,
                   $$VALUES ('o1', 3::bigint, 'shipped', '2026-07-01'::date), ('o2', 3, 'cancelled', '2026-07-02'),
                            ('o4', 1, 'placed', '2026-07-02'), ('o5', 2, 'paid', '2026-07-02')$$,
@@ -114,10 +132,15 @@ SELECT results_eq($$SELECT silver_rows FROM kafka_lake.bridge('ent75b', '2026-07
 SELECT is((SELECT status FROM kafka_lake.ent75b_state WHERE order_id = 'o1'), 'cancelled',
           'and the correction reaches the state');
 
--- a contract version that orders by updated_at: the view follows the source's version
+-- a contract version that orders by updated_at, and whose qty is a number (silver's
+-- column changes type): the view follows the source's version, its grants kept
+CREATE ROLE ent75b_reader;
+GRANT USAGE ON SCHEMA kafka_lake TO ent75b_reader;
+GRANT SELECT ON kafka_lake.ent75b_state TO ent75b_reader;
 \o /dev/null
-SELECT kafka_lake.create_contract('orders75b', regexp_replace(definition::text, '"order_by": \["version"\]',
-                                  '"order_by": ["updated_at", "version"]')::json)
+SELECT kafka_lake.create_contract('orders75b', replace(regexp_replace(definition::text, '"order_by": \["version"\]',
+                                  '"order_by": ["updated_at", "version"]'), '"qty":        {"type": "integer"}',
+                                  '"qty":        {"type": "number"}')::json)
   FROM kafka_lake.contracts WHERE contract = 'orders75b' AND version = 1;
 SELECT kafka_lake.alter_source('ent75b', 'orders75b');
 SELECT pg_temp.produce('ent75b.t', 1, 'o6', pg_temp.o('o6', 9, 'placed', '2026-07-03T08:00:00Z', 60));
@@ -130,6 +153,12 @@ SELECT results_eq($$SELECT version, status FROM kafka_lake.ent75b_state WHERE or
                   $$VALUES (1::bigint, 'paid')$$, 'the later updated_at wins under version 2, whatever its version field');
 SELECT matches(obj_description('kafka_lake.ent75b_state'::regclass), 'order_by updated_at version',
                'the state view was made again for version 2''s order');
+SELECT is((SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+           WHERE attrelid = 'kafka_lake.ent75b_silver'::regclass AND attname = 'qty'), 'numeric',
+          'silver''s qty changed type under version 2');
+SET ROLE ent75b_reader;
+SELECT is((SELECT count(*) FROM kafka_lake.ent75b_state), 5::bigint, 'a reader granted the state view still reads it');
+RESET ROLE;
 
 -- a Debezium-style change stream of a real table
 CREATE TABLE pg_temp.items (id int PRIMARY KEY, name text, qty int);
@@ -188,7 +217,51 @@ SELECT results_eq($$SELECT id::int, name, qty::int FROM kafka_lake.deb75b_state 
                   $$SELECT id, name, qty FROM pg_temp.items ORDER BY id$$,
                   'the state view equals the table the changes came from');
 
+-- a compacted topic whose deletions are tombstones: the key from the Kafka key (its
+-- text, or a JSON object naming the key's fields), versions ordered by coordinate
+\o /dev/null
+SELECT kl_test.broker('create kv75b.t 2');
+SELECT kafka_lake.create_contract('kv75b', $${
+  "type": "object",
+  "properties": {
+    "id": {"type": "string", "normalize": ["trim"], "minLength": 1},
+    "v":  {"type": "integer"},
+    "op": {"type": "string", "enum": ["d"]}
+  },
+  "required": ["id", "v"],
+  "business_date": {"kafka_timestamp": true, "time_zone": "UTC"},
+  "entity": {"key": ["id"], "deleted": {"field": "op", "equals": "d", "tombstones": true}}
+}$$);
+SELECT kafka_lake.create_source('kv75b', 'ent75b_srv', 'kv75b.t', contract => 'kv75b');
+SELECT pg_temp.produce('kv75b.t', p, k, v) FROM (VALUES
+  (1, 0, 'k1', '{"id": "k1", "v": 1}'), (2, 0, 'k2', '{"id": "k2", "v": 1}'), (3, 0, 'k1', '{"id": "k1", "v": 2}'),
+  (4, 0, 'k2', NULL), (5, 0, 'k3', '{"id": "k3", "v": 1}'), (6, 0, 'k2', '{"id": "k2", "v": 3}'),
+  (7, 1, '{"id": " k4"}', '{"id": "k4", "v": 1}'), (8, 1, '{"id": "k4"}', NULL), (9, 1, 'k5', '{"id": "k5", "v": 1}'),
+  (10, 1, '', NULL)) AS e(n, p, k, v) ORDER BY n;
+\o
+SELECT results_eq($$SELECT sum(accepted)::int, sum(quarantined)::int FROM kafka_lake.land('kv75b')$$,
+                  $$VALUES (9, 1)$$, 'the two keyed tombstones are accepted; one without a key is quarantined');
+SELECT is((SELECT validation_error FROM kafka_lake.kv75b_records WHERE status = 'quarantined'),
+          'null value (tombstone) without a Kafka key: it deletes no entity', 'a tombstone without a key deletes nothing');
+SELECT results_eq($$SELECT "partition", "offset", event::jsonb, event_id FROM kafka_lake.kv75b_records
+                     WHERE status = 'accepted' AND (event::jsonb) ? 'op' ORDER BY 1, 2$$,
+                  $$VALUES (0, 3::bigint, '{"id": "k2", "op": "d"}'::jsonb, NULL::text), (1, 1, '{"id": "k4", "op": "d"}', NULL)$$,
+                  'a tombstone lands as its key''s event with the deletion''s value, no event_id');
+SELECT is((SELECT count(*) FROM (SELECT kafka_lake.bridge('kv75b', d) FROM
+            (SELECT DISTINCT business_date AS d FROM kafka_lake.kv75b_events) x) y),
+          (SELECT count(DISTINCT business_date) FROM kafka_lake.kv75b_events), 'its dates bridge');
+SELECT results_eq($$SELECT id, v FROM kafka_lake.kv75b_state ORDER BY id$$,
+                  $$VALUES ('k1', 2::bigint), ('k2', 3), ('k3', 1), ('k5', 1)$$,
+                  'the state: k4 deleted by its tombstone; k2 deleted, then written again after it');
+SELECT is((SELECT attnotnull FROM pg_attribute WHERE attrelid = 'kafka_lake.kv75b_silver'::regclass AND attname = 'v'),
+          false, 'silver''s other columns are nullable: a tombstone''s row has only its key');
+
 -- bad entity definitions, each with its path
+SELECT is(kl_test.contract_error($${"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "integer"}, "op": {"type": "string"}},
+    "required": ["k", "v"], "business_date": {"kafka_timestamp": true, "time_zone": "UTC"},
+    "entity": {"key": ["k"], "order_by": ["v"], "deleted": {"field": "op", "equals": "d", "tombstones": true}}}$$),
+          'invalid contract definition at $.entity.deleted.tombstones: tombstones and order_by exclude each other',
+          'tombstones are ordered by their coordinate, not by fields');
 SELECT is(kl_test.contract_error($${"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "integer"}, "d": {"type": "string", "format": "date"}},
     "required": ["k", "v", "d"], "business_date": {"field": "d"}, "entity": {"key": ["k"], "order_by": ["v"], "deleted": {"field": "k", "equals": 3}}}$$),
           'invalid contract definition at $.entity.deleted.equals: value 3 is not a string', 'the deletion value has the field''s type');
