@@ -24,6 +24,14 @@
 # coordinates and accepted_events, with their indexes), against the bytes of
 # the landing before expiry.
 #
+# Storage per record, printed per record against the bytes Kafka delivered
+# (the sum of the record values, read with kcat's %S): the compacted
+# landing on disk by kind of file (the record files, the manifests, the rest);
+# what zstd makes of each compacted batch's files, one file at a time as a
+# writer of compressed batches would, at levels 1 and 3 (the zstd program,
+# its bytes and its time on this machine's one core); the catalog by table
+# (each with its indexes, after VACUUM FULL); and both after expire().
+#
 # Settings: KL_BENCH_COUNT (default 1000000), KL_BENCH_PARTITIONS (100),
 # KL_BENCH_BATCH (100 records a batch), KL_BENCH_RUNS (5).
 set -euo pipefail
@@ -135,17 +143,41 @@ out=$(time_scan)
 after=$(echo "$out" | tail -1)
 echo "$out" | head -n -1 | sed 's/^/   after:  /'
 
+# storage per record while the landing lives: by kind of file, and compressed
+value_bytes=$(kcat -C -b "$KL_BOOTSTRAP" -t "$TOPIC" -e -q -o beginning -f '%S\n' | awk '{s += $1} END {print s}')
+landing_dir=$(psql_q -At -c "SELECT current_setting('data_directory')")/kafka_lake/$SOURCE
+kind_bytes() { find "$landing_dir" -type f -name "$1" -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
+records_bytes=$(( $(kind_bytes accepted.jsonl) + $(kind_bytes duplicates.jsonl) + $(kind_bytes quarantine.jsonl) ))
+manifest_bytes=$(kind_bytes manifest.json)
+# zstd_bytes level pattern: the files' bytes compressed one by one; the seconds it took
+zstd_bytes() {
+	local t0 t1 total
+	t0=$(now)
+	total=$(find "$landing_dir" -type f -name "$2" -print0 |
+		xargs -0 -I{} sh -c "zstd -q -$1 -c '{}' | wc -c" | awk '{s += $1} END {print s + 0}')
+	t1=$(now)
+	echo "$total $(echo "$t1 - $t0" | bc)"
+}
+read -r z1_records z1_s <<<"$(zstd_bytes 1 '*.jsonl')"
+read -r z3_records z3_s <<<"$(zstd_bytes 3 '*.jsonl')"
+read -r z3_manifests _ <<<"$(zstd_bytes 3 manifest.json)"
+table_bytes() {
+	psql_q -At -c "SELECT pg_total_relation_size('kafka_lake.$1')"
+}
+
 # retention: expire everything, measure what stays
 disk_before=$(landing_bytes)
 catalog_sql="SELECT pg_total_relation_size('kafka_lake.batches') + pg_total_relation_size('kafka_lake.coordinates')
              + pg_total_relation_size('kafka_lake.accepted_events')"
 psql_q -c "VACUUM (FULL) kafka_lake.batches, kafka_lake.coordinates, kafka_lake.accepted_events" 2>/dev/null
 catalog_before=$(psql_q -At -c "$catalog_sql")
+batches_before=$(table_bytes batches); coordinates_before=$(table_bytes coordinates); ids_before=$(table_bytes accepted_events)
 psql_q -At -c "SELECT format('expired %s batches, %s bytes of record files', count(*), sum(bytes))
                FROM kafka_lake.expire('$SOURCE', before => current_date + 1)"
 psql_q -c "VACUUM (FULL) kafka_lake.batches, kafka_lake.coordinates, kafka_lake.accepted_events" 2>/dev/null
 disk_after=$(landing_bytes)
 catalog_after=$(psql_q -At -c "$catalog_sql")
+batches_after=$(table_bytes batches); coordinates_after=$(table_bytes coordinates); ids_after=$(table_bytes accepted_events)
 per_m() { echo "$1 * 1000000 / $COUNT" | bc; }
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -161,4 +193,20 @@ printf '  landing on disk before expiry       %12d bytes\n' "$(per_m "$disk_befo
 printf '  kept on disk (manifests, markers)   %12d bytes\n' "$(per_m "$disk_after")"
 printf '  catalog (batches, coordinates, accepted_events, indexes) %d bytes before, %d bytes after\n' \
 	"$(per_m "$catalog_before")" "$(per_m "$catalog_after")"
+per_r() { echo "scale=1; $1 / $COUNT" | bc; }
+ratio_v() { echo "scale=2; $1 / $value_bytes" | bc; }
+printf '\nstorage per record (the compacted landing; Kafka delivered %s bytes a record)\n' "$(per_r "$value_bytes")"
+printf '  on disk while live                  %8s bytes (%s x the values): record files %s, manifests %s, the rest %s\n' \
+	"$(per_r "$disk_before")" "$(ratio_v "$disk_before")" "$(per_r "$records_bytes")" "$(per_r "$manifest_bytes")" \
+	"$(per_r "$(( disk_before - records_bytes - manifest_bytes ))")"
+printf '  record files with zstd -1           %8s bytes (%s x the values; %.1f s for %d MB on one core)\n' \
+	"$(per_r "$z1_records")" "$(ratio_v "$z1_records")" "$z1_s" "$(( records_bytes / 1000000 ))"
+printf '  record files with zstd -3           %8s bytes (%s x the values; %.1f s)\n' \
+	"$(per_r "$z3_records")" "$(ratio_v "$z3_records")" "$z3_s"
+printf '  manifests with zstd -3              %8s bytes\n' "$(per_r "$z3_manifests")"
+printf '  catalog while live                  %8s bytes: batches %s, coordinates %s, accepted_events %s\n' \
+	"$(per_r "$catalog_before")" "$(per_r "$batches_before")" "$(per_r "$coordinates_before")" "$(per_r "$ids_before")"
+printf '  after expire(): disk %s, catalog %s bytes (batches %s, coordinates %s, accepted_events %s)\n' \
+	"$(per_r "$disk_after")" "$(per_r "$catalog_after")" "$(per_r "$batches_after")" \
+	"$(per_r "$coordinates_after")" "$(per_r "$ids_after")"
 exit 0
