@@ -54,6 +54,15 @@
 #                            every record must be accepted.  The ratio
 #                            json_land_time / avro_land_time says whether the
 #                            smaller, typed encoding lands faster (goal >= 1.0)
+#   physical limit:          bench/limit.c, compiled here: one librdkafka
+#                            consumer of every partition that writes what the
+#                            landing must write at the least (per partition,
+#                            batches of kafka_lake.batch_max_records lines in
+#                            a staging directory, SHA-256 of the file, file and
+#                            directory fsynced, renamed, the parent fsynced),
+#                            without PostgreSQL, a contract or a manifest: the
+#                            ratio limit_time / land_time says how close land()
+#                            comes to what this machine can do (goal >= 0.35)
 #   kcat + COPY:             kcat with default settings to a file, then in one
 #                            psql session and one transaction
 #                              CREATE TEMP TABLE staging (line text) ON COMMIT DROP;
@@ -122,6 +131,7 @@ now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 runs() { awk '{printf "%s%.2f", (NR > 1 ? ", " : ""), $1}'; }
 
+cc -O2 -o "$OUT/limit" "$root/bench/limit.c" -lrdkafka -lcrypto
 psql -X -q -v ON_ERROR_STOP=1 <<-SQL
 	CREATE EXTENSION IF NOT EXISTS kafka_lake CASCADE;
 	DROP SERVER IF EXISTS bench_land CASCADE;
@@ -217,7 +227,7 @@ land_contract() {
 }
 
 : >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm" ; : >"$OUT/land_user"
-: >"$OUT/land_avro" ; : >"$OUT/hwm_avro" ; : >"$OUT/land_entity"
+: >"$OUT/land_avro" ; : >"$OUT/hwm_avro" ; : >"$OUT/land_entity" ; : >"$OUT/limit_time"
 : >"$OUT/dba" ; : >"$OUT/dba_kcat" ; : >"$OUT/dba_copy" ; : >"$OUT/dba_insert"
 for run in $(seq "$RUNS"); do
 	t0=$(now)
@@ -275,6 +285,17 @@ for run in $(seq "$RUNS"); do
 	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
 		-c "VACUUM kafka_lake.accepted_events" >/dev/null
 
+	# the physical limit: the least a durable landing writes, without PostgreSQL
+	rm -rf "$OUT/limit.out"
+	sync
+	t0=$(now)
+	set -- $("$OUT/limit" --bootstrap "$KL_BOOTSTRAP" --topic "$TOPIC" --out "$OUT/limit.out" \
+		--batch "$(psql -X -A -t -q -c "LOAD 'kafka_lake'" -c "SHOW kafka_lake.batch_max_records")")
+	t1=$(now)
+	[ "$1" = "$COUNT" ] || { echo "bench/limit.c wrote $1 records, expected $COUNT" >&2; exit 1; }
+	echo "$t1 - $t0" | bc >>"$OUT/limit_time"
+	rm -rf "$OUT/limit.out"
+
 	# the DBA's pipeline, into a new table, as the first load would be
 	psql -X -q -v ON_ERROR_STOP=1 \
 		-c "DROP TABLE IF EXISTS bench_land_events" \
@@ -310,11 +331,12 @@ for run in $(seq "$RUNS"); do
 	psql -X -A -t -q -c "SELECT extract(epoch FROM '$ti'::timestamptz - '$tc'::timestamptz)" >>"$OUT/dba_copy"
 	echo "$(tail -1 "$OUT/dba") - $(tail -1 "$OUT/dba_kcat") - $(tail -1 "$OUT/dba_copy")" | bc >>"$OUT/dba_insert"
 
-	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, land with an entity contract $(tail -1 "$OUT/land_entity") s, land of Avro $(tail -1 "$OUT/land_avro") s, peak backend memory $(( hwm_run / 1024 )) MiB (Avro $(( hwm_avro_run / 1024 )) MiB), kcat + COPY $(tail -1 "$OUT/dba") s"
+	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, land with an entity contract $(tail -1 "$OUT/land_entity") s, land of Avro $(tail -1 "$OUT/land_avro") s, physical limit $(tail -1 "$OUT/limit_time") s, peak backend memory $(( hwm_run / 1024 )) MiB (Avro $(( hwm_avro_run / 1024 )) MiB), kcat + COPY $(tail -1 "$OUT/dba") s"
 done
 
 kd=$(median <"$OUT/kcat_default"); kt=$(median <"$OUT/kcat_tuned"); ld=$(median <"$OUT/land")
 lu=$(median <"$OUT/land_user"); la=$(median <"$OUT/land_avro"); le=$(median <"$OUT/land_entity")
+lim=$(median <"$OUT/limit_time")
 db=$(median <"$OUT/dba"); dbk=$(median <"$OUT/dba_kcat"); dbc=$(median <"$OUT/dba_copy"); dbi=$(median <"$OUT/dba_insert")
 hwm=$(sort -g "$OUT/hwm" | tail -1); hwma=$(sort -g "$OUT/hwm_avro" | tail -1)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -323,6 +345,8 @@ printf '\nland() of %d records over %d partitions (median of %d runs, same broke
 printf '  machine                            %s (%s), %d cores\n' "${cpu:-unknown CPU}" "$cpuid" "$(nproc)"
 printf '  kcat to a file, default settings   %8.3f s\n' "$kd"
 printf '  kcat to a file, tuned queue        %8.3f s\n' "$kt"
+printf '  physical limit (bench/limit.c)     %8.3f s   (librdkafka to fsynced, renamed batch directories; runs %s s)\n' \
+	"$lim" "$(runs <"$OUT/limit_time")"
 printf '  kcat + COPY + INSERT ON CONFLICT   %8.3f s   (medians: kcat %.3f s, COPY into staging %.3f s, INSERT and COMMIT %.3f s)\n' \
 	"$db" "$dbk" "$dbc" "$dbi"
 printf '  kafka_lake.land()                  %8.3f s   (%.0f records/s)\n' "$ld" "$(echo "$COUNT / $ld" | bc -l)"
@@ -332,6 +356,7 @@ printf '  land(), the same events as Avro    %8.3f s   (%.0f records/s; Confluen
 	"$la" "$(echo "$COUNT / $la" | bc -l)" "$(runs <"$OUT/land_avro")"
 printf '  ratio kcat default / land          %8.2f\n' "$(echo "$kd / $ld" | bc -l)"
 printf '  ratio kcat tuned / land            %8.2f\n' "$(echo "$kt / $ld" | bc -l)"
+printf '  ratio physical limit / land        %8.2f   (goal >= 0.35)\n' "$(echo "$lim / $ld" | bc -l)"
 printf '  ratio kcat + COPY / land           %8.2f\n' "$(echo "$db / $ld" | bc -l)"
 printf '  ratio user contract / built-in     %8.2f   (goal <= 1.10)\n' "$(echo "$lu / $ld" | bc -l)"
 printf '  ratio entity / user contract       %8.2f   (goal <= 1.10)\n' "$(echo "$le / $lu" | bc -l)"
