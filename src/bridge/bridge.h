@@ -314,6 +314,7 @@ extern void kl_bridge_load_silver(KlBridge *b);
 extern void kl_bridge_check(KlBridge *b);
 
 /* in bridge_closing.c */
+extern void kl_refuse_final_date(const char *source, const char *date_text, int64 closing_id);
 extern void kl_bridge_closing_check(KlBridge *b, bool reopen);
 extern int64 kl_bridge_republish(KlBridge *b, const char *run_id);
 extern void kl_bridge_reopened(KlBridge *b, int64 snapshot_id);

@@ -34,6 +34,24 @@
 #include "bridge/catalog_close.h"
 
 /*
+ * kl_refuse_final_date
+ *		ERROR 55000: a closed date whose event_ids the dedupe horizon removed
+ *		gained events, which may be redeliveries of ones it counted; it is
+ *		not reopened or closed again, so its published gold cannot change.
+ */
+void
+kl_refuse_final_date(const char *source, const char *date_text, int64 closing_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("business date %s of source \"%s\" is final: its event_ids are past the source's dedupe horizon",
+					date_text, source),
+			 errdetail("Certificate %lld closed it, and expire() has removed its accepted event_ids since, so an event accepted for it now may be a redelivery of one it counted. kafka_lake.late_events lists those events. Nothing was published.",
+					   (long long) closing_id),
+			 errhint("The gold of a date past the horizon stays as it was certified; a longer dedupe_horizon (kafka_lake.set_dedupe_horizon) keeps later dates open to corrections.")));
+}
+
+/*
  * kl_bridge_closing_check
  *		After the selection: decide what a closed or reopened date's bridge
  *		publishes (b->closing_status, b->reopening), or refuse.
@@ -50,6 +68,8 @@ kl_bridge_closing_check(KlBridge *b, bool reopen)
 	if (strcmp(st.closing_status, "closed") != 0 ||
 		strcmp(st.source_hash, b->source_hash) == 0)
 		return;
+	if (st.final)
+		kl_refuse_final_date(b->src->source, b->date_text, st.closing_id);
 	if (!reopen)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

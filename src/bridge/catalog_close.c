@@ -40,6 +40,7 @@
 #include "bridge/catalog_bridge.h"
 #include "bridge/catalog_close.h"
 #include "kl_catalog/catalog.h"
+#include "kl_catalog/catalog_lifecycle.h"
 
 /*
  * kl_spi_exec_or_fail
@@ -103,7 +104,10 @@ kl_catalog_date_state(int32 source_id, DateADT date, KlDateState *st)
 		st->run_id = kl_spi_string(0, 3, caller);
 		st->closing_status = kl_spi_string(0, 4, caller);
 	}
-	kl_spi_exec_or_fail("SELECT closing_id, status FROM kafka_lake.date_closings"
+	kl_spi_exec_or_fail(kl_catalog_has_horizon() ?
+						"SELECT closing_id, status, event_ids_pruned_at IS NOT NULL FROM kafka_lake.date_closings"
+						" WHERE source_id = $1 AND business_date = $2 AND status <> 'superseded'" :
+						"SELECT closing_id, status, false FROM kafka_lake.date_closings"
 						" WHERE source_id = $1 AND business_date = $2 AND status <> 'superseded'",
 						2, types, values, NULL, SPI_OK_SELECT, "read kafka_lake.date_closings");
 	if (SPI_processed > 0)
@@ -111,6 +115,7 @@ kl_catalog_date_state(int32 source_id, DateADT date, KlDateState *st)
 		st->has_closing = true;
 		st->closing_id = DatumGetInt64(kl_spi_col(0, 1, &isnull));
 		st->closing_state = kl_spi_string(0, 2, caller);
+		st->final = DatumGetBool(kl_spi_col(0, 3, &isnull));
 	}
 	kl_catalog_end(cs);
 }

@@ -30,6 +30,8 @@ typedef struct KlDateState
 	bool		has_closing;	/* a certificate not superseded */
 	int64		closing_id;
 	char	   *closing_state;	/* closed or reopened */
+	bool		final;			/* its event_ids went (the dedupe horizon): it
+								 * is never reopened or closed again */
 } KlDateState;
 
 /* A certificate: one row of date_closings with its partitions */

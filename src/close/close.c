@@ -391,6 +391,8 @@ kafka_lake_close_date(PG_FUNCTION_ARGS)
 		kl_bridge_drop_temp(b);
 		return kl_close_result(fcinfo, kl_catalog_closing(st.closing_id), "already_closed");
 	}
+	if (st.has_closing && st.final)
+		kl_refuse_final_date(b->src->source, cc.date_text, st.closing_id);
 	kl_bridge_adapter(b);
 	if (st.has_current && strcmp(st.source_hash, b->source_hash) == 0)
 	{

@@ -343,3 +343,100 @@ kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit, bool closed_
 	kl_catalog_end(cs);
 	return result;
 }
+
+/*
+ * kl_catalog_has_horizon
+ *		Does the catalog keep dedupe horizons (1.5 and later)?
+ */
+bool
+kl_catalog_has_horizon(void)
+{
+	return get_attnum(kl_catalog_relid("sources"), "dedupe_horizon") != InvalidAttrNumber;
+}
+
+/*
+ * kl_catalog_prune_event_ids
+ *		The source's dedupe horizon, applied: the accepted event_ids of the
+ *		batches whose business dates are all older than the horizon (by the
+ *		current date) and all closed (a certificate in effect, 'closed') leave
+ *		kafka_lake.accepted_events, and those dates' certificates say so
+ *		(event_ids_pruned_at).  Only closed dates lose them: a redelivery is
+ *		then a late event of a date that is never reopened or closed again
+ *		(kl_catalog_date_final), so no published gold can change.  Returns
+ *		the event_ids removed, and the dates they were of (*lo, *hi).
+ */
+int64
+kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT *hi)
+{
+	Oid			types[2] = {INT4OID, TIMESTAMPTZOID};
+	Datum		values[2] = {Int32GetDatum(src->source_id), TimestampTzGetDatum(now)};
+	KlCatalogSave cs;
+	int64		pruned = 0;
+
+	*lo = *hi = DATEVAL_NOEND;
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(
+							  "WITH cand AS ("
+							  "  SELECT b.partition, b.first_offset, b.last_offset, b.min_business_date, b.max_business_date,"
+							  "         b.max_business_date < ($2 - s.dedupe_horizon)::pg_catalog.date"
+							  "         AND NOT EXISTS (SELECT 1 FROM pg_catalog.generate_series(b.min_business_date::timestamp,"
+							  "                                              b.max_business_date::timestamp, interval '1 day') d"
+							  "                          WHERE NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings c"
+							  "                                             WHERE c.source_id = $1 AND c.business_date = d::pg_catalog.date"
+							  "                                               AND c.status = 'closed')) AS final"
+							  "    FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id)"
+							  "   WHERE b.source_id = $1 AND s.dedupe_horizon IS NOT NULL AND b.accepted_count > 0),"
+							  " final AS (SELECT * FROM cand WHERE final),"
+							  /* a coordinate a readmit unit re-judged into an open date stays */
+							  " gone AS ("
+							  "  DELETE FROM kafka_lake.accepted_events a USING final f"
+							  "   WHERE a.source_id = $1 AND a.partition = f.partition"
+							  "     AND a.\"offset\" BETWEEN f.first_offset AND f.last_offset"
+							  "     AND NOT EXISTS (SELECT 1 FROM cand o WHERE NOT o.final AND o.partition = a.partition"
+							  "                        AND a.\"offset\" BETWEEN o.first_offset AND o.last_offset)"
+							  "  RETURNING 1),"
+							  " marked AS ("
+							  "  UPDATE kafka_lake.date_closings c SET event_ids_pruned_at = $2"
+							  "    FROM final f"
+							  "   WHERE c.source_id = $1 AND c.status = 'closed' AND c.event_ids_pruned_at IS NULL"
+							  "     AND c.business_date BETWEEN f.min_business_date AND f.max_business_date"
+							  "  RETURNING c.business_date)"
+							  " SELECT (SELECT pg_catalog.count(*) FROM gone),"
+							  "        (SELECT pg_catalog.min(min_business_date) FROM final),"
+							  "        (SELECT pg_catalog.max(max_business_date) FROM final),"
+							  "        (SELECT pg_catalog.count(*) FROM marked)",
+							  2, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not apply the dedupe horizon of source \"%s\"", src->source);
+	{
+		bool		isnull;
+		Datum		d;
+
+		pruned = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		if (!isnull)
+		{
+			*lo = DatumGetDateADT(d);
+			*hi = DatumGetDateADT(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+		}
+	}
+	kl_catalog_end(cs);
+	return pruned;
+}
+
+/*
+ * kl_catalog_set_dedupe_horizon
+ *		A source's dedupe horizon (NULL: event_ids kept for good).
+ */
+void
+kl_catalog_set_dedupe_horizon(KlSource *src, Interval *horizon)
+{
+	Oid			types[2] = {INT4OID, INTERVALOID};
+	Datum		values[2] = {Int32GetDatum(src->source_id), IntervalPGetDatum(horizon)};
+	KlCatalogSave cs;
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("UPDATE kafka_lake.sources SET dedupe_horizon = $2 WHERE source_id = $1",
+							  2, types, values, horizon ? NULL : " n", false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not set the dedupe horizon of source \"%s\"", src->source);
+	kl_catalog_end(cs);
+}

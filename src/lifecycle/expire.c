@@ -76,6 +76,7 @@
 #include "lifecycle/expire.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_expire);
+PG_FUNCTION_INFO_V1(kafka_lake_set_dedupe_horizon);
 
 /*
  * kl_expire_limit
@@ -225,5 +226,52 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
+
+	/* the dedupe horizon: event_ids of closed dates past it */
+	if (kl_catalog_has_horizon())
+	{
+		DateADT		lo,
+					hi;
+		int64		pruned = kl_catalog_prune_event_ids(src, now, &lo, &hi);
+
+		if (pruned > 0)
+		{
+			Datum		values[8] = {0};
+			bool		nulls[8] = {false, true, true, false, false, false, false, true};
+
+			values[0] = CStringGetTextDatum(src->topic);
+			values[3] = CStringGetTextDatum("event_ids_pruned");
+			values[4] = Int32GetDatum((int32) Min(pruned, PG_INT32_MAX));
+			values[5] = DateADTGetDatum(lo);
+			values[6] = DateADTGetDatum(hi);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
 	return (Datum) 0;
+}
+
+/*
+ * kafka_lake_set_dedupe_horizon
+ *		set_dedupe_horizon(source, horizon): keep the source's accepted
+ *		event_ids for that long, by business date (NULL: for good).  The
+ *		event_ids go at the next expire(), of closed dates only.
+ */
+Datum
+kafka_lake_set_dedupe_horizon(PG_FUNCTION_ARGS)
+{
+	KlSource   *src;
+	Interval   *horizon = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+
+	kl_check_not_null(fcinfo, 0, "source", NULL);
+	if (horizon != NULL &&
+		(horizon->month < 0 || horizon->day < 0 || horizon->time < 0 ||
+		 (horizon->month == 0 && horizon->day == 0 && horizon->time == 0)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dedupe_horizon must be positive"),
+				 errhint("For example '90 days'; NULL keeps every event_id for good.")));
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	kl_source_lock(src);
+	kl_catalog_set_dedupe_horizon(src, horizon);
+	PG_RETURN_VOID();
 }
