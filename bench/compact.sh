@@ -31,6 +31,9 @@
 # writer of compressed batches would, at levels 1 and 3 (the zstd program,
 # its bytes and its time on this machine's one core); the catalog by table
 # (each with its indexes, after VACUUM FULL); and both after expire().
+# Then the same catalog once the date is closed (close_date) and the source
+# has a dedupe horizon (set_dedupe_horizon, 1 day): expire() removes the
+# date's event_ids from accepted_events.
 #
 # Settings: KL_BENCH_COUNT (default 1000000), KL_BENCH_PARTITIONS (100),
 # KL_BENCH_BATCH (100 records a batch), KL_BENCH_RUNS (5).
@@ -165,6 +168,9 @@ table_bytes() {
 	psql_q -At -c "SELECT pg_total_relation_size('kafka_lake.$1')"
 }
 
+# the date closed (for the dedupe horizon below), before its batches expire
+psql_q -At -c "SELECT status FROM kafka_lake.close_date('$SOURCE', '2026-06-29', timeout => '10 min')" >/dev/null
+
 # retention: expire everything, measure what stays
 disk_before=$(landing_bytes)
 catalog_sql="SELECT pg_total_relation_size('kafka_lake.batches') + pg_total_relation_size('kafka_lake.coordinates')
@@ -193,6 +199,13 @@ printf '  landing on disk before expiry       %12d bytes\n' "$(per_m "$disk_befo
 printf '  kept on disk (manifests, markers)   %12d bytes\n' "$(per_m "$disk_after")"
 printf '  catalog (batches, coordinates, accepted_events, indexes) %d bytes before, %d bytes after\n' \
 	"$(per_m "$catalog_before")" "$(per_m "$catalog_after")"
+# with a dedupe horizon: the closed date's event_ids removed by expire()
+psql_q -c "SELECT kafka_lake.set_dedupe_horizon('$SOURCE', '1 day')" >/dev/null
+pruned=$(psql_q -At -c "SELECT coalesce(sum(records), 0) FROM kafka_lake.expire('$SOURCE', before => current_date + 1)
+                        WHERE status = 'event_ids_pruned'")
+psql_q -c "VACUUM (FULL) kafka_lake.batches, kafka_lake.coordinates, kafka_lake.accepted_events" 2>/dev/null
+catalog_horizon=$(psql_q -At -c "$catalog_sql")
+ids_horizon=$(table_bytes accepted_events)
 per_r() { echo "scale=1; $1 / $COUNT" | bc; }
 ratio_v() { echo "scale=2; $1 / $value_bytes" | bc; }
 printf '\nstorage per record (the compacted landing; Kafka delivered %s bytes a record)\n' "$(per_r "$value_bytes")"
@@ -209,4 +222,6 @@ printf '  catalog while live                  %8s bytes: batches %s, coordinates
 printf '  after expire(): disk %s, catalog %s bytes (batches %s, coordinates %s, accepted_events %s)\n' \
 	"$(per_r "$disk_after")" "$(per_r "$catalog_after")" "$(per_r "$batches_after")" \
 	"$(per_r "$coordinates_after")" "$(per_r "$ids_after")"
+printf '  after close_date() and expire() with a dedupe horizon: catalog %s bytes (accepted_events %s; %d event_ids removed)\n' \
+	"$(per_r "$catalog_horizon")" "$(per_r "$ids_horizon")" "$pruned"
 exit 0
