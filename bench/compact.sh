@@ -122,8 +122,9 @@ batches() {
 	psql_q -At -c "SELECT count(*) FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id)
 	               WHERE s.source = '$SOURCE'"
 }
+# the landing's bytes: its batches (the bridge's adapter/ CSVs aside)
 landing_bytes() {
-	du -sb "$(psql_q -At -c "SELECT current_setting('data_directory')")/kafka_lake/$SOURCE" | cut -f1
+	du -sb --exclude=adapter "$(psql_q -At -c "SELECT current_setting('data_directory')")/kafka_lake/$SOURCE" | cut -f1
 }
 
 nb_before=$(batches)
@@ -168,9 +169,6 @@ table_bytes() {
 	psql_q -At -c "SELECT pg_total_relation_size('kafka_lake.$1')"
 }
 
-# the date closed (for the dedupe horizon below), before its batches expire
-psql_q -At -c "SELECT status FROM kafka_lake.close_date('$SOURCE', '2026-06-29', timeout => '10 min')" >/dev/null
-
 # retention: expire everything, measure what stays
 disk_before=$(landing_bytes)
 catalog_sql="SELECT pg_total_relation_size('kafka_lake.batches') + pg_total_relation_size('kafka_lake.coordinates')
@@ -178,6 +176,8 @@ catalog_sql="SELECT pg_total_relation_size('kafka_lake.batches') + pg_total_rela
 psql_q -c "VACUUM (FULL) kafka_lake.batches, kafka_lake.coordinates, kafka_lake.accepted_events" 2>/dev/null
 catalog_before=$(psql_q -At -c "$catalog_sql")
 batches_before=$(table_bytes batches); coordinates_before=$(table_bytes coordinates); ids_before=$(table_bytes accepted_events)
+# the date closed (for the dedupe horizon below), before its batches expire
+psql_q -At -c "SELECT status FROM kafka_lake.close_date('$SOURCE', '2026-06-29', timeout => '10 min')" >/dev/null
 psql_q -At -c "SELECT format('expired %s batches, %s bytes of record files', count(*), sum(bytes))
                FROM kafka_lake.expire('$SOURCE', before => current_date + 1)"
 psql_q -c "VACUUM (FULL) kafka_lake.batches, kafka_lake.coordinates, kafka_lake.accepted_events" 2>/dev/null
@@ -203,7 +203,16 @@ printf '  catalog (batches, coordinates, accepted_events, indexes) %d bytes befo
 psql_q -c "SELECT kafka_lake.set_dedupe_horizon('$SOURCE', '1 day')" >/dev/null
 pruned=$(psql_q -At -c "SELECT coalesce(sum(records), 0) FROM kafka_lake.expire('$SOURCE', before => current_date + 1)
                         WHERE status = 'event_ids_pruned'")
-psql_q -c "VACUUM (FULL) kafka_lake.batches, kafka_lake.coordinates, kafka_lake.accepted_events" 2>/dev/null
+# VACUUM FULL keeps the rows an older snapshot may see (an autovacuum that the
+# delete of a million rows starts takes one): again until nothing more goes
+ids_horizon=$(table_bytes accepted_events)
+for try in 1 2 3 4 5; do
+	psql_q -c "VACUUM (FULL) kafka_lake.batches, kafka_lake.coordinates, kafka_lake.accepted_events" 2>/dev/null
+	now_bytes=$(table_bytes accepted_events)
+	[ "$now_bytes" -lt "$ids_horizon" ] || [ "$try" = 1 ] || break
+	ids_horizon=$now_bytes
+	sleep 2
+done
 catalog_horizon=$(psql_q -At -c "$catalog_sql")
 ids_horizon=$(table_bytes accepted_events)
 per_r() { echo "scale=1; $1 / $COUNT" | bc; }
