@@ -72,7 +72,7 @@ SELECT kafka_lake.produce('pat87_srv', 'pat87.slow',
                                               FROM generate_series(1, 900000)))::text, 'UTF8'));
 \o
 CREATE TEMP TABLE err87 (sqlstate text, message text);
-SET statement_timeout = '150 ms';
+SET statement_timeout = '50 ms';
 DO $$
 BEGIN
   PERFORM * FROM kafka_lake.land('pat87_slow', timeout => '60 s');
