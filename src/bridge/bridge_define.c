@@ -1187,10 +1187,9 @@ kl_state_view(const KlSource *src, const KlLayout *lay)
 {
 	const char *view = quote_identifier(lay->state);
 	const char *live = kl_layout_live_sql(lay);
+	Oid			existing = get_relname_relid(lay->state, get_namespace_oid("kafka_lake", false));
 	StringInfoData key;
 	StringInfoData order;
-
-	Oid			existing = get_relname_relid(lay->state, get_namespace_oid("kafka_lake", false));
 
 	if (OidIsValid(existing) && get_rel_relkind(existing) != RELKIND_VIEW)
 		ereport(ERROR,
@@ -2777,12 +2776,12 @@ kl_bridge_drop_definitions(int32 source_id, const char *source)
 		}
 	nsp = get_namespace_oid("kafka_lake", false);
 	{
-		Oid			state = get_relname_relid(psprintf("%s_state", source), nsp);
+		char	   *name = psprintf("%s_state", source);
+		Oid			state = get_relname_relid(name, nsp);
 
 		/* an entity stream's state view, which reads silver */
 		if (OidIsValid(state) && get_rel_relkind(state) == RELKIND_VIEW)
-			stmts = lappend(stmts, psprintf("DROP VIEW kafka_lake.%s",
-											quote_identifier(psprintf("%s_state", source))));
+			stmts = lappend(stmts, psprintf("DROP VIEW kafka_lake.%s", quote_identifier(name)));
 	}
 	if (OidIsValid(get_relname_relid(psprintf("%s_silver", source), nsp)))
 		stmts = lappend(stmts, psprintf("DROP TABLE kafka_lake.%s",

@@ -1871,6 +1871,36 @@ kl_header_value(KlJudge *j, const KlSchema *s, const KlJudgeInput *in, KlSlot *s
 }
 
 /*
+ * kl_member_named
+ *		The value of an object's first member of a decoded name: 1 and *out,
+ *		0 when it has none, -1 when the scratch arena ran out.
+ */
+static int
+kl_member_named(KlJudge *j, const KlJsonValue *obj, const char *name, int name_len,
+				KlJsonValue *out)
+{
+	KlJsonReader it;
+	KlJsonValue key;
+	KlJsonValue m;
+
+	kl_json_object_open(&it, obj->start, obj->start + obj->len, KL_JSON_MAX_DEPTH);
+	while (kl_json_object_next(&it, &key, &m))
+	{
+		const char *n;
+		int			len;
+
+		if (!kl_key_name(j, &key, &n, &len))
+			return -1;
+		if (len == name_len && memcmp(n, name, len) == 0)
+		{
+			*out = m;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
  * kl_derive
  *		A field derived from a path inside the value: the value the first
  *		of its paths that leads to one reaches (a member of an object at a
@@ -1908,22 +1938,16 @@ kl_derive(KlJudge *j, const KlObjectSchema *o, const KlSchema *s, const KlSlot *
 		{
 			const KlPathStep *step = &path->steps[i];
 			KlJsonReader it;
-			KlJsonValue key;
 			KlJsonValue m;
 
 			found = false;
 			if (step->name != NULL && v.type == KL_JSON_OBJECT)
 			{
-				kl_json_object_open(&it, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
-				while (!found && kl_json_object_next(&it, &key, &m))
-				{
-					const char *name;
-					int			len;
+				int			r = kl_member_named(j, &v, step->name, step->name_len, &m);
 
-					if (!kl_key_name(j, &key, &name, &len))
-						return false;
-					found = (len == step->name_len && memcmp(name, step->name, len) == 0);
-				}
+				if (r < 0)
+					return false;
+				found = (r > 0);
 			}
 			else if (step->name == NULL && v.type == KL_JSON_ARRAY)
 			{
@@ -1984,42 +2008,6 @@ kl_judge_business_date(KlJudge *j, const KlContract *c, const KlJudgeInput *in,
 }
 
 /*
- * kl_tombstone_member
- *		The member of a Kafka key's JSON object that names a key field, or
- *		of its "payload" object (Debezium's envelope with schemas).
- */
-static bool
-kl_tombstone_member(KlJudge *j, const KlJsonValue *obj, const KlSchema *s, bool payload,
-					KlJsonValue *out, bool *oom)
-{
-	KlJsonReader it;
-	KlJsonValue k;
-	KlJsonValue m;
-
-	kl_json_object_open(&it, obj->start, obj->start + obj->len, KL_JSON_MAX_DEPTH);
-	while (kl_json_object_next(&it, &k, &m))
-	{
-		const char *name;
-		int			len;
-
-		if (!kl_key_name(j, &k, &name, &len))
-		{
-			*oom = true;
-			return false;
-		}
-		if (len == s->name_len && memcmp(name, s->name, len) == 0)
-		{
-			*out = m;
-			return true;
-		}
-		if (payload && m.type == KL_JSON_OBJECT && len == 7 && memcmp(name, "payload", 7) == 0 &&
-			kl_tombstone_member(j, &m, s, false, out, oom))
-			return true;
-	}
-	return false;
-}
-
-/*
  * kl_judge_tombstone
  *		A Kafka tombstone of an entity stream that reads tombstones as
  *		deletions: accepted as the event of its key's fields, read from its
@@ -2038,7 +2026,6 @@ kl_judge_tombstone(KlJudge *j, const KlContract *c, const KlJudgeInput *in, KlEv
 	KlJsonReader r;
 	KlJsonValue whole;
 	bool		object;
-	bool		oom = false;
 	const char *err;
 	KlSlot		top;
 	TimestampTz t;
@@ -2061,9 +2048,18 @@ kl_judge_tombstone(KlJudge *j, const KlContract *c, const KlJudgeInput *in, KlEv
 
 		if (object && whole.type == KL_JSON_OBJECT)
 		{
-			if (!kl_tombstone_member(j, &whole, &o->props[p], true, &slot->v, &oom))
-				return oom ? KL_OOM :
-					kl_msg(j, "null value (tombstone) whose Kafka key has no field \"%s\"", o->props[p].path);
+			/* at the key's top, or under "payload" (Debezium's envelope with schemas) */
+			const KlSchema *s = &o->props[p];
+			KlJsonValue payload;
+			int			r = kl_member_named(j, &whole, s->name, s->name_len, &slot->v);
+
+			if (r == 0 && (r = kl_member_named(j, &whole, "payload", 7, &payload)) > 0)
+				r = payload.type == KL_JSON_OBJECT ?
+					kl_member_named(j, &payload, s->name, s->name_len, &slot->v) : 0;
+			if (r < 0)
+				return KL_OOM;
+			if (r == 0)
+				return kl_msg(j, "null value (tombstone) whose Kafka key has no field \"%s\"", s->path);
 		}
 		else if (c->nnatural_key > 1)
 			return "null value (tombstone) whose Kafka key is not a JSON object naming the entity's key fields";

@@ -1584,7 +1584,6 @@ kl_compile_entity(KlContract *c, const KlDef *d)
 						"field \"%s\" cannot order versions", s->name);
 	}
 
-	c->deleted_prop = -1;
 	if ((del = kl_def_get(d, "deleted")) != NULL)
 	{
 		KlDef	   *field;
@@ -1617,9 +1616,8 @@ kl_compile_entity(KlContract *c, const KlDef *d)
 		if (c->deleted_text[0] == '\0')
 			kl_def_fail(equals, "Mark a deletion by a value that is not empty: an empty field is an absent one.",
 						"a deletion cannot be marked by an empty string");
-		c->deleted_json = pnstrdup(equals->v.start, equals->v.len);
-		if (equals->v.type == KL_JSON_NUMBER)
-			c->deleted_json = c->deleted_value.num.text;
+		c->deleted_json = equals->v.type == KL_JSON_NUMBER ? c->deleted_value.num.text :
+			pnstrdup(equals->v.start, equals->v.len);
 		if ((k = kl_def_get(del, "tombstones")) != NULL && kl_def_bool(k, "tombstones", NULL))
 		{
 			if (c->norder_by > 0)

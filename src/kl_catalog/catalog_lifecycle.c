@@ -362,7 +362,8 @@ kl_catalog_has_horizon(void)
  *		kafka_lake.accepted_events, and those dates' certificates say so
  *		(event_ids_pruned_at).  Only closed dates lose them: a redelivery is
  *		then a late event of a date that is never reopened or closed again
- *		(kl_catalog_date_final), so no published gold can change.  Returns
+ *		(KlDateState.final, bridge_closing.c and close.c), so no published
+ *		gold can change.  Returns
  *		the event_ids removed, and the dates they were of (*lo, *hi).
  */
 int64
@@ -399,12 +400,10 @@ kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT 
 							  "  UPDATE kafka_lake.date_closings c SET event_ids_pruned_at = $2"
 							  "    FROM final f"
 							  "   WHERE c.source_id = $1 AND c.status = 'closed' AND c.event_ids_pruned_at IS NULL"
-							  "     AND c.business_date BETWEEN f.min_business_date AND f.max_business_date"
-							  "  RETURNING c.business_date)"
+							  "     AND c.business_date BETWEEN f.min_business_date AND f.max_business_date)"
 							  " SELECT (SELECT pg_catalog.count(*) FROM gone),"
 							  "        (SELECT pg_catalog.min(min_business_date) FROM final),"
-							  "        (SELECT pg_catalog.max(max_business_date) FROM final),"
-							  "        (SELECT pg_catalog.count(*) FROM marked)",
+							  "        (SELECT pg_catalog.max(max_business_date) FROM final)",
 							  2, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not apply the dedupe horizon of source \"%s\"", src->source);
 	{
