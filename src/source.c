@@ -88,6 +88,66 @@ kl_check_source_names_free(const char *source)
 }
 
 /*
+ * kl_topic_list
+ *		The topics create_source() is given, as sources.topic keeps them: one
+ *		topic, or several separated by commas (Kafka Connect's "topics"
+ *		setting; spaces around a name are dropped), each a valid Kafka topic
+ *		name, none twice, at most KL_MAX_TOPICS.  Several need a 1.6
+ *		catalog, where every coordinate the catalog names has its topic.
+ */
+#define KL_MAX_TOPICS 64
+
+static char *
+kl_topic_list(const char *given)
+{
+	StringInfoData list;
+	char	  **names = palloc(sizeof(char *) * (strlen(given) + 1));
+	int			n = 0;
+	char	   *copy = pstrdup(given);
+	char	   *p = copy;
+
+	initStringInfo(&list);
+	for (;;)
+	{
+		char	   *comma = strchr(p, ',');
+		char	   *end;
+
+		if (comma)
+			*comma = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		end = p + strlen(p);
+		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		kl_check_topic_name(p);
+		for (int i = 0; i < n; i++)
+		{
+			if (strcmp(names[i], p) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("topic \"%s\" is named twice", p),
+						 errhint("Name each topic of the source once, separated by commas.")));
+		}
+		names[n++] = p;
+		appendStringInfo(&list, "%s%s", list.len ? "," : "", p);
+		if (comma == NULL)
+			break;
+		p = comma + 1;
+	}
+	if (n > KL_MAX_TOPICS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a source lands at most %d topics, not %d", KL_MAX_TOPICS, n),
+				 errhint("Split the topics among several sources.")));
+	if (n > 1 && !kl_catalog_has_topic_lists())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this database's kafka_lake catalog lands one topic per source"),
+				 errhint("Run ALTER EXTENSION kafka_lake UPDATE first.")));
+	return list.data;
+}
+
+/*
  * kafka_lake_create_source
  *		create_source(source, server, topic, group_id, contract): record a
  *		source and create its foreign table kafka_lake.<source>_records.
@@ -123,7 +183,7 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	group_id = PG_ARGISNULL(3) ? default_group : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
 
-	kl_check_topic_name(topic);
+	topic = kl_topic_list(topic);
 	fs = kl_get_server(server);
 	kl_check_server_usage(fs);
 	if (group_id[0] == '\0')

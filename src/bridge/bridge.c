@@ -185,16 +185,20 @@ kl_new_run_id(char *out)
 static void
 kl_bridge_recover(KlBridge *b)
 {
-	ListCell   *cell;
-
-	foreach(cell, kl_disk_partitions(b->src))
+	for (int t = 0; t < b->src->ntopics; t++)
 	{
-		int32		p = lfirst_int(cell);
+		KlSource   *src = kl_source_topic(b->src, t);
+		ListCell   *cell;
 
-		if (!kl_try_lock_partition(b->src, p))
-			continue;
-		if (kl_recover_partition(b->src, p, NULL, NULL) == 0)
-			kl_unlock_partition(b->src, p);
+		foreach(cell, kl_disk_partitions(src))
+		{
+			int32		p = lfirst_int(cell);
+
+			if (!kl_try_lock_partition(src, p))
+				continue;
+			if (kl_recover_partition(src, p, NULL, NULL) == 0)
+				kl_unlock_partition(src, p);
+		}
 	}
 }
 

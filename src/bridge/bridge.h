@@ -169,6 +169,7 @@ typedef struct KlOwnerCheck
 typedef struct KlUsedBatch
 {
 	char		batch_id[KL_BATCH_ID_LEN + 1];
+	const char *topic;
 	int32		partition;
 	int64		first_offset;	/* of its selected events */
 	int64		last_offset;
@@ -196,8 +197,9 @@ typedef struct KlBridge
 	int64		total_batches;	/* of the source, for messages */
 
 	/* closing a date (close.c); NULL for a plain bridge */
-	const int64 *through;		/* per partition: select offsets below it only */
-	int			nthrough;		/* partitions it covers; others give nothing */
+	const int64 *through;		/* per slot: select offsets below it only */
+	const int  *through_base;	/* per topic index: its partition 0's slot */
+	int			nthrough;		/* slots it covers; others give nothing */
 	const char *closing_status; /* of the published gold rows and snapshot:
 								 * NULL is 'provisional' */
 	bool		reopening;		/* a closed date gets a correction snapshot */
@@ -211,8 +213,10 @@ typedef struct KlBridge
 	int64		first_seen_cap; /* bytes */
 	int64		stale_events;	/* freshness violations */
 	char	   *stale_example;	/* the first one, described */
+	const char *first_topic;
 	int32		first_partition;
 	int64		first_offset;
+	const char *last_topic;
 	int32		last_partition;
 	int64		last_offset;
 	char	   *tmp_path;		/* the CSV being written, until placed */

@@ -366,17 +366,23 @@ kl_bridge_provenance(KlBridge *b)
 
 		appendStringInfoString(&doc, "    {\"batch_id\": ");
 		kl_json_append_string(&doc, u->batch_id, strlen(u->batch_id));
-		appendStringInfo(&doc, ", \"events\": %lld, \"first_offset\": %lld, \"last_offset\": %lld, \"partition\": %d}%s\n",
+		appendStringInfo(&doc, ", \"events\": %lld, \"first_offset\": %lld, \"last_offset\": %lld, \"partition\": %d",
 						 (long long) u->events, (long long) u->first_offset,
-						 (long long) u->last_offset, u->partition,
-						 lnext(b->used_batches, cell) ? "," : "");
+						 (long long) u->last_offset, u->partition);
+		/* a source of several topics says which (one of one topic is as before) */
+		if (b->src->ntopics > 1)
+		{
+			appendStringInfoString(&doc, ", \"topic\": ");
+			kl_json_append_string(&doc, u->topic, strlen(u->topic));
+		}
+		appendStringInfo(&doc, "}%s\n", lnext(b->used_batches, cell) ? "," : "");
 	}
 	appendStringInfo(&doc, "  ],\n  \"business_date\": \"%s\",\n", b->date_text);
 	appendStringInfo(&doc, "  \"created_at\": \"%s\",\n", created);
 	appendStringInfo(&doc, "  \"csv_bytes\": %lld,\n", (long long) b->csv_bytes);
 	appendStringInfo(&doc, "  \"event_count\": %lld,\n", (long long) b->selected);
 	appendStringInfoString(&doc, "  \"first_coordinate\": ");
-	kl_append_coordinate(&doc, b->src->topic, b->first_partition, b->first_offset);
+	kl_append_coordinate(&doc, b->first_topic, b->first_partition, b->first_offset);
 	appendStringInfoString(&doc, ",\n  \"format_version\": 1,\n  \"kafka_lake_version\": ");
 	{
 		char	   *version = kl_catalog_extension_version();
@@ -384,11 +390,16 @@ kl_bridge_provenance(KlBridge *b)
 		kl_json_append_string(&doc, version, strlen(version));
 	}
 	appendStringInfoString(&doc, ",\n  \"last_coordinate\": ");
-	kl_append_coordinate(&doc, b->src->topic, b->last_partition, b->last_offset);
+	kl_append_coordinate(&doc, b->last_topic, b->last_partition, b->last_offset);
 	appendStringInfoString(&doc, ",\n  \"source\": ");
 	kl_json_append_string(&doc, b->src->source, strlen(b->src->source));
 	appendStringInfo(&doc, ",\n  \"source_hash\": \"%s\",\n  \"topic\": ", b->source_hash);
-	kl_json_append_string(&doc, b->src->topic, strlen(b->src->topic));
+	{
+		/* the source's topic, or its topics separated by commas */
+		char	   *topics = kl_source_topics_text(b->src);
+
+		kl_json_append_string(&doc, topics, strlen(topics));
+	}
 	appendStringInfoString(&doc, "\n}\n");
 	return doc.data;
 }

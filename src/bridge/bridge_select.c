@@ -169,11 +169,16 @@ kl_json_int(const KlJsonValue *v, const char *name)
  *		plain bridge selects everything.
  */
 static inline bool
-kl_bridge_below_marks(const KlBridge *b, int32 partition, int64 offset)
+kl_bridge_below_marks(const KlBridge *b, const KlBatch *batch, int32 partition, int64 offset)
 {
+	int			slot;
+
 	if (b->through == NULL)
 		return true;
-	return partition < b->nthrough && offset < b->through[partition];
+	if (batch->topic_index < 0)
+		return false;
+	slot = b->through_base[batch->topic_index] + partition;
+	return slot < b->through_base[batch->topic_index + 1] && offset < b->through[slot];
 }
 
 /*
@@ -338,14 +343,17 @@ typedef struct KlSel
 
 /*
  * kl_sel_group_compare
- *		Groups by (partition, first offset).
+ *		Groups by (topic, partition, first offset), topics by their bytes.
  */
 static int
 kl_sel_group_compare(const ListCell *a, const ListCell *b)
 {
 	const KlSelGroup *x = lfirst(a);
 	const KlSelGroup *y = lfirst(b);
+	int			c = strcmp(x->batch->topic, y->batch->topic);
 
+	if (c != 0)
+		return c;
 	if (x->partition != y->partition)
 		return x->partition < y->partition ? -1 : 1;
 	if (x->first_offset != y->first_offset)
@@ -392,6 +400,7 @@ kl_bridge_groups(KlBridge *b, List *batches)
 			KlSelGroup *g = lfirst(gc);
 
 			if (g->batch->partition == unit->partition &&
+				strcmp(g->batch->topic, unit->topic) == 0 &&
 				strcmp(g->batch->batch_id, unit->readmit_of) == 0)
 				owner = g;
 		}
@@ -412,7 +421,7 @@ kl_bridge_groups(KlBridge *b, List *batches)
 	{
 		KlSelGroup *g = lfirst(cell);
 
-		if (kl_bridge_below_marks(b, g->partition, g->first_offset))
+		if (kl_bridge_below_marks(b, g->batch, g->partition, g->first_offset))
 			result = lappend(result, g);
 	}
 	return result;
@@ -473,7 +482,7 @@ kl_bridge_line_selected(KlBridge *b, KlSel *st, const KlBatch *batch, int file, 
 		if (strcmp(st->scratch[st->nf].data, b->date_text) != 0)
 			return false;
 	}
-	if (!kl_bridge_below_marks(b, batch->partition, st->line.offset))
+	if (!kl_bridge_below_marks(b, batch, batch->partition, st->line.offset))
 		return false;
 	*idx = kl_batch_coordinate_index(batch, st->line.offset);
 	if (*idx < 0 || batch->fingerprints == NULL || *idx >= batch->nfingerprints)
@@ -592,7 +601,8 @@ kl_bridge_take(KlBridge *b, KlSel *st, const KlBatch *batch, int idx)
 	const KlJsonValue *f = st->line.fields;
 	KlCsvValue *values = st->values;
 	int			nf = st->nf;
-	int			c_partition = nf + 1,
+	int			c_topic = nf,
+				c_partition = nf + 1,
 				c_offset = nf + 2,
 				c_key = nf + 3,
 				c_timestamp = nf + 4;
@@ -603,6 +613,8 @@ kl_bridge_take(KlBridge *b, KlSel *st, const KlBatch *batch, int idx)
 		kl_field_value(&lay->fields[i], &f[i], &st->scratch[i], &values[i]);
 		st->parsed[i] = false;
 	}
+	values[c_topic].str = batch->topic;
+	values[c_topic].len = strlen(batch->topic);
 	values[c_partition].ival = batch->partition;
 	values[c_offset].ival = st->line.offset;
 	values[c_key].is_null = false;
@@ -734,7 +746,8 @@ kl_bridge_take(KlBridge *b, KlSel *st, const KlBatch *batch, int idx)
 			{
 				KlUsedBatch *u = lfirst(uc);
 
-				if (u->partition == batch->partition && strcmp(u->batch_id, batch->batch_id) == 0)
+				if (u->partition == batch->partition && strcmp(u->topic, batch->topic) == 0 &&
+					strcmp(u->batch_id, batch->batch_id) == 0)
 					st->used = u;
 			}
 		}
@@ -742,6 +755,7 @@ kl_bridge_take(KlBridge *b, KlSel *st, const KlBatch *batch, int idx)
 		{
 			st->used = palloc0(sizeof(KlUsedBatch));
 			strlcpy(st->used->batch_id, batch->batch_id, sizeof(st->used->batch_id));
+			st->used->topic = batch->topic;
 			st->used->partition = batch->partition;
 			st->used->first_offset = st->line.offset;
 			b->used_batches = lappend(b->used_batches, st->used);
@@ -753,9 +767,11 @@ kl_bridge_take(KlBridge *b, KlSel *st, const KlBatch *batch, int idx)
 	st->used->events++;
 	if (b->selected == 0)
 	{
+		b->first_topic = batch->topic;
 		b->first_partition = batch->partition;
 		b->first_offset = st->line.offset;
 	}
+	b->last_topic = batch->topic;
 	b->last_partition = batch->partition;
 	b->last_offset = st->line.offset;
 	b->selected++;
@@ -1062,8 +1078,7 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 	const KlLayout *lay = b->layout;
 	KlSel		st;
 	int			nf = lay->nfields;
-	int			c_topic = nf,
-				c_partition = nf + 1,
+	int			c_partition = nf + 1,
 				c_offset = nf + 2,
 				c_fingerprint = nf + 5;
 	int64		capacity = 0;
@@ -1097,8 +1112,6 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 	if (lay->nnk > 0)
 		kl_keyset_create(&st.keys, keys_cxt, capacity);
 
-	st.values[c_topic].str = b->src->topic;
-	st.values[c_topic].len = strlen(b->src->topic);
 	st.values[c_fingerprint].str = st.fingerprint;
 	st.values[c_fingerprint].len = KL_SHA256_HEX_LEN;
 	st.values[c_partition].is_int = true;

@@ -269,11 +269,13 @@ kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark, char *ba
 int64
 kl_catalog_record_closing(const KlClosing *c)
 {
-	Oid			types[10] = {INT8OID, INT4OID, DATEOID, INT8OID, TEXTOID, INT4OID,
-	TIMESTAMPTZOID, TEXTOID, INT8ARRAYOID, INT8ARRAYOID};
-	Datum		values[10];
-	char		nulls[10] = "          ";
+	Oid			types[12] = {INT8OID, INT4OID, DATEOID, INT8OID, TEXTOID, INT4OID,
+	TIMESTAMPTZOID, TEXTOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID};
+	Datum		values[12];
+	char		nulls[12] = "            ";
 	Datum	   *through = palloc(sizeof(Datum) * Max(c->nparts, 1));
+	Datum	   *topics = palloc(sizeof(Datum) * Max(c->nparts, 1));
+	Datum	   *parts = palloc(sizeof(Datum) * Max(c->nparts, 1));
 	Datum	   *stamps = palloc(sizeof(Datum) * Max(c->nparts, 1));
 	bool	   *stamp_nulls = palloc(sizeof(bool) * Max(c->nparts, 1));
 	int			dims[1] = {c->nparts};
@@ -288,6 +290,8 @@ kl_catalog_record_closing(const KlClosing *c)
 		through[p] = Int64GetDatum(c->through_offset[p]);
 		stamps[p] = Int64GetDatum(c->through_timestamp_ms[p]);
 		stamp_nulls[p] = (c->through_timestamp_ms[p] < 0);
+		topics[p] = CStringGetTextDatum(c->slot_topic[p]);
+		parts[p] = Int32GetDatum(c->slot_partition[p]);
 	}
 
 	cs = kl_catalog_begin();
@@ -310,6 +314,10 @@ kl_catalog_record_closing(const KlClosing *c)
 												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[9] = PointerGetDatum(construct_md_array(stamps, stamp_nulls, 1, dims, lbs, INT8OID, 8,
 												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[10] = PointerGetDatum(construct_md_array(topics, NULL, 1, dims, lbs, TEXTOID, -1,
+													false, TYPALIGN_INT));
+	values[11] = PointerGetDatum(construct_md_array(parts, NULL, 1, dims, lbs, INT4OID, 4,
+													true, TYPALIGN_INT));
 
 	/*
 	 * The certificate in effect is superseded by the new one: it steps down
@@ -335,12 +343,21 @@ kl_catalog_record_closing(const KlClosing *c)
 		kl_spi_exec_or_fail("UPDATE kafka_lake.date_closings SET superseded_by = $1 WHERE closing_id = $2",
 							2, ptypes, pvalues, NULL, SPI_OK_UPDATE, "update kafka_lake.date_closings");
 	}
-	kl_spi_exec_or_fail("INSERT INTO kafka_lake.date_closing_partitions (closing_id, partition,"
+	/* a catalog before 1.6 has no topic column: its sources have one topic */
+	kl_spi_exec_or_fail(kl_catalog_has_topic_lists() ?
+						"INSERT INTO kafka_lake.date_closing_partitions (closing_id, topic, partition,"
 						" through_offset, through_timestamp_ms)"
-						" SELECT $1, (u.n - 1)::integer, u.through, u.stamp"
-						" FROM ROWS FROM (pg_catalog.unnest($9), pg_catalog.unnest($10))"
-						"   WITH ORDINALITY AS u(through, stamp, n)",
-						10, types, values, nulls, SPI_OK_INSERT, "record the certificate's partitions");
+						" SELECT $1, u.topic, u.partition, u.through, u.stamp"
+						" FROM ROWS FROM (pg_catalog.unnest($9), pg_catalog.unnest($10),"
+						"                 pg_catalog.unnest($11), pg_catalog.unnest($12))"
+						"   AS u(through, stamp, topic, partition)" :
+						"INSERT INTO kafka_lake.date_closing_partitions (closing_id, partition,"
+						" through_offset, through_timestamp_ms)"
+						" SELECT $1, u.partition, u.through, u.stamp"
+						" FROM ROWS FROM (pg_catalog.unnest($9), pg_catalog.unnest($10),"
+						"                 pg_catalog.unnest($11), pg_catalog.unnest($12))"
+						"   AS u(through, stamp, topic, partition)",
+						12, types, values, nulls, SPI_OK_INSERT, "record the certificate's partitions");
 	kl_catalog_end(cs);
 	return closing_id;
 }
@@ -381,6 +398,19 @@ kl_closings_from_spi(MemoryContext cxt)
 		c->closed_at = DatumGetTimestampTz(kl_spi_col(row, 10, &isnull));
 		c->status = kl_spi_string(row, 11, cxt);
 
+		d = kl_spi_col(row, 14, &isnull);
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &elem_nulls, &n);
+		c->slot_topic = palloc(sizeof(char *) * Max(n, 1));
+		c->slot_partition = palloc(sizeof(int32) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			c->slot_topic[i] = TextDatumGetCString(elems[i]);
+		d = kl_spi_col(row, 15, &isnull);
+		deconstruct_array(DatumGetArrayTypeP(d), INT4OID, 4, true, TYPALIGN_INT,
+						  &elems, &elem_nulls, &n);
+		for (int i = 0; i < n; i++)
+			c->slot_partition[i] = DatumGetInt32(elems[i]);
+
 		d = kl_spi_col(row, 12, &isnull);
 		deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
 						  &elems, &elem_nulls, &n);
@@ -400,21 +430,55 @@ kl_closings_from_spi(MemoryContext cxt)
 	return result;
 }
 
-/* the columns kl_closings_from_spi reads, for a certificate c */
-#define KL_CLOSING_COLUMNS \
-	"SELECT c.closing_id, c.source_id, s.source, c.business_date, c.snapshot_id," \
-	" c.source_hash, c.selected_events, c.cutoff, c.closed_by, c.closed_at, c.status," \
-	" coalesce((SELECT pg_catalog.array_agg(t.through_offset ORDER BY g.p)" \
-	"   FROM pg_catalog.generate_series(0, (SELECT pg_catalog.max(partition)" \
-	"          FROM kafka_lake.date_closing_partitions m WHERE m.closing_id = c.closing_id)) AS g(p)" \
-	"   LEFT JOIN kafka_lake.date_closing_partitions t" \
-	"     ON t.closing_id = c.closing_id AND t.partition = g.p), '{}')," \
-	" coalesce((SELECT pg_catalog.array_agg(t.through_timestamp_ms ORDER BY g.p)" \
-	"   FROM pg_catalog.generate_series(0, (SELECT pg_catalog.max(partition)" \
-	"          FROM kafka_lake.date_closing_partitions m WHERE m.closing_id = c.closing_id)) AS g(p)" \
-	"   LEFT JOIN kafka_lake.date_closing_partitions t" \
-	"     ON t.closing_id = c.closing_id AND t.partition = g.p), '{}')" \
-	" FROM kafka_lake.date_closings c JOIN kafka_lake.sources s USING (source_id)"
+/*
+ * kl_closing_columns
+ *		The query kl_closings_from_spi reads, for certificates c: closing_id
+ *		to status, then per slot (every partition of each topic from 0 to
+ *		the highest with a row, topics in the source's order) through_offset,
+ *		through_timestamp_ms, topic and partition.  A catalog before 1.6 has
+ *		no topic column: its rows are of the source's only topic.
+ */
+static const char *
+kl_closing_columns(void)
+{
+	const char *topic = kl_catalog_has_topic_lists() ? "m.topic" :
+		"pg_catalog.split_part(s.topic, ',', 1)";
+	const char *same_topic = kl_catalog_has_topic_lists() ? "t.topic = g.topic" : "true";
+
+	return psprintf("SELECT c.closing_id, c.source_id, s.source, c.business_date, c.snapshot_id,"
+					" c.source_hash, c.selected_events, c.cutoff, c.closed_by, c.closed_at, c.status,"
+					" coalesce(x.through, '{}'), coalesce(x.stamps, '{}'),"
+					" coalesce(x.topics, '{}'), coalesce(x.parts, '{}')"
+					" FROM kafka_lake.date_closings c JOIN kafka_lake.sources s USING (source_id)"
+					" LEFT JOIN LATERAL ("
+					"   SELECT pg_catalog.array_agg(t.through_offset ORDER BY g.ord, g.p) AS through,"
+					"          pg_catalog.array_agg(t.through_timestamp_ms ORDER BY g.ord, g.p) AS stamps,"
+					"          pg_catalog.array_agg(g.topic ORDER BY g.ord, g.p) AS topics,"
+					"          pg_catalog.array_agg(g.p ORDER BY g.ord, g.p) AS parts"
+					"   FROM (SELECT %s AS topic,"
+					"                pg_catalog.array_position(pg_catalog.string_to_array(s.topic, ','), %s) AS ord,"
+					"                pg_catalog.generate_series(0, pg_catalog.max(m.partition)) AS p"
+					"           FROM kafka_lake.date_closing_partitions m"
+					"          WHERE m.closing_id = c.closing_id GROUP BY 1, 2) AS g"
+					"   LEFT JOIN kafka_lake.date_closing_partitions t"
+					"     ON t.closing_id = c.closing_id AND %s AND t.partition = g.p) AS x ON true",
+					topic, topic, same_topic);
+}
+
+/*
+ * kl_closing_slot
+ *		The slot of a certificate that is partition p of topic; -1: none.
+ */
+int
+kl_closing_slot(const KlClosing *c, const char *topic, int32 partition)
+{
+	for (int i = 0; i < c->nparts; i++)
+	{
+		if (c->slot_partition[i] == partition && strcmp(c->slot_topic[i], topic) == 0)
+			return i;
+	}
+	return -1;
+}
 
 /*
  * kl_catalog_closing
@@ -430,7 +494,7 @@ kl_catalog_closing(int64 closing_id)
 	List	   *result;
 
 	cs = kl_catalog_begin();
-	kl_spi_exec_or_fail(KL_CLOSING_COLUMNS " WHERE c.closing_id = $1",
+	kl_spi_exec_or_fail(psprintf("%s WHERE c.closing_id = $1", kl_closing_columns()),
 						1, types, values, NULL, SPI_OK_SELECT, "read kafka_lake.date_closings");
 	result = kl_closings_from_spi(caller);
 	kl_catalog_end(cs);
@@ -452,8 +516,8 @@ kl_catalog_closings_in_effect(void)
 	List	   *result;
 
 	cs = kl_catalog_begin();
-	if (SPI_execute(KL_CLOSING_COLUMNS " WHERE c.status <> 'superseded'"
-					" ORDER BY s.source, c.business_date", true, 0) != SPI_OK_SELECT)
+	if (SPI_execute(psprintf("%s WHERE c.status <> 'superseded' ORDER BY s.source, c.business_date",
+							 kl_closing_columns()), true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read kafka_lake.date_closings");
 	result = kl_closings_from_spi(caller);
 	kl_catalog_end(cs);

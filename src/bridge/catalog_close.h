@@ -49,11 +49,14 @@ typedef struct KlClosing
 	char	   *closed_by;
 	TimestampTz closed_at;
 	char	   *status;			/* closed, reopened or superseded */
-	int			nparts;			/* partitions 0..nparts-1 */
-	int64	   *through_offset; /* per partition; -1 where it has no row */
-	int64	   *through_timestamp_ms;	/* per partition; -1: none */
+	int			nparts;			/* slots: every partition of every topic */
+	char	  **slot_topic;		/* per slot: its topic, in the source's order */
+	int32	   *slot_partition; /* per slot: its partition, from 0 per topic */
+	int64	   *through_offset; /* per slot; -1 where it has no row */
+	int64	   *through_timestamp_ms;	/* per slot; -1: none */
 } KlClosing;
 
+extern int	kl_closing_slot(const KlClosing *c, const char *topic, int32 partition);
 extern void kl_catalog_date_state(int32 source_id, DateADT date, KlDateState *st);
 extern int64 kl_catalog_run_snapshot(const char *run_id);
 extern int64 kl_catalog_republish_snapshot(int32 source_id, DateADT date, int64 from_snapshot,

@@ -136,7 +136,8 @@ kl_close_landing_failed(KlCloseCall *cc, MemoryContext cxt)
 		ereport(ERROR,
 				(errcode(edata->sqlerrcode),
 				 errmsg("business date %s of source \"%s\" was not closed: partition %d of topic \"%s\" could not be landed up to its mark %lld",
-						cc->date_text, m->src->source, p, m->src->topic, (long long) m->marks[p]),
+						cc->date_text, m->src->source, m->slot_partition[p],
+						m->src->topics[m->slot_topic[p]], (long long) m->marks[p]),
 				 committed >= 0 ?
 				 errdetail("The consumer group is at offset %lld of the partition. Landing it failed with: %s",
 						   (long long) committed, why) :
@@ -165,28 +166,31 @@ kl_close_check_complete(KlCloseCall *cc)
 {
 	KlLandMarks *m = &cc->marks;
 
-	for (int p = 0; p < m->nparts; p++)
+	for (int slot = 0; slot < m->nparts; slot++)
 	{
 		KlPartitionState st;
+		KlSource   *src;
+		int32		p = m->slot_partition[slot];
 
-		if (m->reached[p] >= m->marks[p])
+		if (m->reached[slot] >= m->marks[slot])
 			continue;
-		kl_catalog_partition_state(m->src, p, &st);
-		if (m->behind[p] == KL_BEHIND_LOCKED)
+		src = kl_source_topic(m->src, m->slot_topic[slot]);
+		kl_catalog_partition_state(src, p, &st);
+		if (m->behind[slot] == KL_BEHIND_LOCKED)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("business date %s of source \"%s\" was not closed: partition %d of topic \"%s\" is landed up to offset %lld, short of its mark %lld",
-							cc->date_text, m->src->source, p, m->src->topic,
-							(long long) Max(st.last_commit, 0), (long long) m->marks[p]),
+							cc->date_text, src->source, p, src->topic,
+							(long long) Max(st.last_commit, 0), (long long) m->marks[slot]),
 					 errdetail("Another session was landing the partition until the timeout of %d ms ended. Nothing was closed; what this call landed stays landed.",
 							   cc->timeout_ms),
-					 errhint("Call close_date again once that session's transaction ends, or with a longer timeout. pg_locks shows its lock: locktype advisory, classid %d, objid %d, objsubid 19276.",
-							 m->src->source_id, p)));
+					 errhint("Call close_date again once that session's transaction ends, or with a longer timeout. pg_locks shows its lock: locktype advisory, classid %d, objid %u, objsubid 19276.",
+							 src->source_id, (uint32) p + ((uint32) src->topic_index << 24))));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("business date %s of source \"%s\" was not closed: partition %d of topic \"%s\" is landed up to offset %lld, short of its mark %lld",
-						cc->date_text, m->src->source, p, m->src->topic,
-						(long long) Max(st.last_commit, 0), (long long) m->marks[p]),
+						cc->date_text, src->source, p, src->topic,
+						(long long) Max(st.last_commit, 0), (long long) m->marks[slot]),
 				 errdetail("The timeout of %d ms ended before the landing reached the mark. Nothing was closed; what this call landed stays landed.",
 						   cc->timeout_ms),
 				 errhint("Call close_date again with a longer timeout.")));
@@ -203,8 +207,11 @@ kl_close_check_complete(KlCloseCall *cc)
  *		is none, or the broker gave none.
  */
 static int64
-kl_close_through_timestamp(KlLandMarks *m, KlSource *src, int32 partition, int64 mark)
+kl_close_through_timestamp(KlLandMarks *m, int slot)
 {
+	KlSource   *src = kl_source_topic(m->src, m->slot_topic[slot]);
+	int32		partition = m->slot_partition[slot];
+	int64		mark = m->marks[slot];
 	char		batch_id[KL_BATCH_ID_LEN + 1];
 	KlBounds	bounds;
 	List	   *batches;
@@ -215,11 +222,12 @@ kl_close_through_timestamp(KlLandMarks *m, KlSource *src, int32 partition, int64
 	int64		best_offset = -1;
 	int64		result = -1;
 
-	if (m->last_offset[partition] >= 0)
-		return m->last_timestamp_ms[partition];
+	if (m->last_offset[slot] >= 0)
+		return m->last_timestamp_ms[slot];
 	if (mark <= 0 || !kl_catalog_last_batch_below(src, partition, mark, batch_id))
 		return -1;
 	kl_bounds_init(&bounds);
+	bounds.topic = src->topic;
 	bounds.partition_lo = bounds.partition_hi = partition;
 	bounds.batch_id = batch_id;
 	/* a snapshot that sees the batches this call landed */
@@ -257,6 +265,7 @@ kl_close_bridge(KlCloseCall *cc)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	b->through = cc->marks.marks;
+	b->through_base = cc->marks.topic_base;
 	b->nthrough = cc->marks.nparts;
 	PG_TRY();
 	{
@@ -439,11 +448,14 @@ kafka_lake_close_date(PG_FUNCTION_ARGS)
 	c.closed_by = cc.closed_by;
 	c.nparts = m->nparts;
 	c.through_offset = m->marks;
+	c.slot_partition = m->slot_partition;
+	c.slot_topic = palloc(sizeof(char *) * Max(m->nparts, 1));
 	c.through_timestamp_ms = palloc(sizeof(int64) * Max(m->nparts, 1));
-	for (int p = 0; p < m->nparts; p++)
+	for (int slot = 0; slot < m->nparts; slot++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		c.through_timestamp_ms[p] = kl_close_through_timestamp(m, b->src, p, m->marks[p]);
+		c.slot_topic[slot] = m->src->topics[m->slot_topic[slot]];
+		c.through_timestamp_ms[slot] = kl_close_through_timestamp(m, slot);
 	}
 	return kl_close_result(fcinfo, kl_catalog_closing(kl_catalog_record_closing(&c)), "closed");
 }

@@ -109,9 +109,9 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 	foreach(cell, batches)
 	{
 		KlBatch    *batch = lfirst(cell);
-		int32		p = batch->partition;
-		int64		through = (p < c->nparts && c->through_offset[p] >= 0) ?
-			c->through_offset[p] : 0;
+		int			slot = kl_closing_slot(c, batch->topic, batch->partition);
+		int64		through = (slot >= 0 && c->through_offset[slot] >= 0) ?
+			c->through_offset[slot] : 0;
 		KlFileReader reader;
 		const char *text;
 		size_t		len;
@@ -157,8 +157,8 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 			values[2] = Int64GetDatum(c->closing_id);
 			values[3] = TimestampTzGetDatum(c->closed_at);
 			values[4] = CStringGetTextDatum(c->status);
-			values[5] = CStringGetTextDatum(src->topic);
-			values[6] = Int32GetDatum(p);
+			values[5] = CStringGetTextDatum(batch->topic);
+			values[6] = Int32GetDatum(batch->partition);
 			values[7] = Int64GetDatum(line->offset);
 			values[8] = Int64GetDatum(through);
 			if (event_id)

@@ -205,6 +205,7 @@ typedef struct KlPrune
 	KlValueSet	dates;
 	bool		batch_ids_active;
 	List	   *batch_ids;		/* C strings */
+	uint64		topics;			/* bit i: the source's i-th topic may match */
 } KlPrune;
 
 /* Indexes of the ForeignScan's fdw_private list */
@@ -277,7 +278,7 @@ typedef struct KlScanState
 	bool		exclusions_loaded;
 	int			nattrs;
 	KlAttr	   *attrs;
-	Datum		topic_datum;	/* constant columns, as text */
+	Datum	   *topic_datums;	/* constant columns, as text: per topic */
 	Datum		status_datums[KL_NFILES + 1];	/* and "excluded" */
 	Datum	   *batch_id_datums;	/* per batch, built when first needed */
 	int			batch_index;	/* of the current batch */
@@ -661,6 +662,7 @@ kl_prune_init(KlPrune *pr, int status_file)
 {
 	memset(pr, 0, sizeof(*pr));
 	kl_bounds_init(&pr->bounds);
+	pr->topics = ~UINT64CONST(0);
 	if (status_file >= 0)
 	{
 		for (int i = 0; i < KL_NFILES; i++)
@@ -794,12 +796,47 @@ kl_set_count(const KlValueSet *set, int64 lo, int64 hi)
 }
 
 /*
+ * kl_topic_bit
+ *		The bit of a topic among the source's (kl_prune.topics); 0 for a
+ *		topic that is not the source's.
+ */
+static uint64
+kl_topic_bit(const KlSource *src, const char *topic)
+{
+	int			i = kl_source_topic_index(src, topic);
+
+	return (i < 0 || i >= 64) ? 0 : UINT64CONST(1) << i;
+}
+
+/*
+ * kl_prune_topics
+ *		Narrow to the topics of a mask; with exactly one topic left, the
+ *		catalog reads that topic's batches only.
+ */
+static void
+kl_prune_topics(KlPrune *pr, const KlSource *src, uint64 mask)
+{
+	pr->topics &= mask;
+	if (src->ntopics <= 64)
+		pr->topics &= (src->ntopics == 64) ? ~UINT64CONST(0) :
+			(UINT64CONST(1) << src->ntopics) - 1;
+	if (pr->topics == 0)
+		pr->bounds.contradiction = true;
+	else if ((pr->topics & (pr->topics - 1)) == 0)
+	{
+		for (int i = 0; i < src->ntopics && i < 64; i++)
+			if (pr->topics == UINT64CONST(1) << i)
+				pr->bounds.topic = src->topics[i];
+	}
+}
+
+/*
  * kl_prune_apply_array
  *		Narrow by "column = ANY (array)".
  */
 static void
 kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytype,
-					 const char *topic)
+					 const KlSource *src)
 {
 	ArrayType  *arr = DatumGetArrayTypeP(value);
 	Oid			elemtype = get_element_type(arraytype);
@@ -813,7 +850,7 @@ kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytyp
 	int			n = 0;
 	bool		files[KL_NFILES] = {false, false, false};
 	bool		excluded = false;
-	bool		topic_found = false;
+	uint64		topics = 0;
 	List	   *ids = NIL;
 
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
@@ -843,7 +880,7 @@ kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytyp
 					break;
 				}
 			case KL_COL_TOPIC:
-				topic_found |= (strcmp(TextDatumGetCString(elems[i]), topic) == 0);
+				topics |= kl_topic_bit(src, TextDatumGetCString(elems[i]));
 				break;
 			case KL_COL_BATCH_ID:
 				ids = lappend(ids, TextDatumGetCString(elems[i]));
@@ -885,8 +922,7 @@ kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytyp
 			pr->bounds.excluded = pr->bounds.excluded && excluded;
 			break;
 		case KL_COL_TOPIC:
-			if (!topic_found)
-				pr->bounds.contradiction = true;
+			kl_prune_topics(pr, src, topics);
 			break;
 		case KL_COL_BATCH_ID:
 			if (pr->batch_ids_active)
@@ -923,7 +959,7 @@ kl_prune_apply_array(KlPrune *pr, KlColumnKind column, Datum value, Oid arraytyp
  */
 static void
 kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid type,
-			   const char *topic)
+			   const KlSource *src)
 {
 	KlBounds   *b = &pr->bounds;
 
@@ -935,7 +971,7 @@ kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid 
 	}
 	if (q->is_array)
 	{
-		kl_prune_apply_array(pr, q->column, value, type, topic);
+		kl_prune_apply_array(pr, q->column, value, type, src);
 		return;
 	}
 	switch (q->column)
@@ -1012,8 +1048,8 @@ kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid 
 						b->contradiction = true;
 					b->batch_id = s;
 				}
-				else if (strcmp(s, topic) != 0)
-					b->contradiction = true;
+				else
+					kl_prune_topics(pr, src, kl_topic_bit(src, s));
 				break;
 			}
 		default:
@@ -1028,6 +1064,9 @@ kl_prune_apply(KlPrune *pr, const KlPruneQual *q, Datum value, bool isnull, Oid 
 static bool
 kl_prune_keeps_batch(const KlPrune *pr, const KlBatch *b)
 {
+	if (b->topic_index >= 0 && b->topic_index < 64 &&
+		(pr->topics & (UINT64CONST(1) << b->topic_index)) == 0)
+		return false;
 	if (!kl_set_meets(&pr->partitions, b->partition, b->partition))
 		return false;
 	if (!kl_set_meets(&pr->offsets, b->first_offset, b->last_offset))
@@ -1245,8 +1284,7 @@ kafkaLakeGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
 		{
 			Const	   *c = (Const *) applied->value;
 
-			kl_prune_apply(&prune, applied, c->constvalue, c->constisnull, c->consttype,
-						   src->topic);
+			kl_prune_apply(&prune, applied, c->constvalue, c->constisnull, c->consttype, src);
 		}
 		else
 			other_quals = lappend(other_quals, ri);
@@ -1505,7 +1543,9 @@ kl_scan_begin(KlScanState *st, Relation rel, const char *source, List *needed, b
 	st->src = kl_source_lookup(source);
 	st->file = -1;
 	st->scan_cxt = CurrentMemoryContext;
-	st->topic_datum = CStringGetTextDatum(st->src->topic);
+	st->topic_datums = palloc(sizeof(Datum) * st->src->ntopics);
+	for (int i = 0; i < st->src->ntopics; i++)
+		st->topic_datums[i] = CStringGetTextDatum(st->src->topics[i]);
 	for (int i = 0; i < KL_NFILES; i++)
 		st->status_datums[i] = CStringGetTextDatum(kl_status_names[i]);
 	st->status_datums[KL_ROW_EXCLUDED] = CStringGetTextDatum(KL_STATUS_NAME_EXCLUDED);
@@ -1627,7 +1667,7 @@ kafkaLakeBeginForeignScan(ForeignScanState *node, int eflags)
 		q.is_array = lfirst_int(ac) != 0;
 		q.value = expr;
 		q.rinfo = NULL;
-		kl_prune_apply(&st->prune, &q, d, isnull, exprType((Node *) expr), st->src->topic);
+		kl_prune_apply(&st->prune, &q, d, isnull, exprType((Node *) expr), st->src);
 	}
 	kl_scan_read_batches(st);
 	/* a query that needs an expired batch returns nothing rather than part */
@@ -1879,7 +1919,9 @@ kl_fill_row(KlScanState *st, Datum *values, bool *nulls, int natts)
 		switch (a->kind)
 		{
 			case KL_COL_TOPIC:
-				d = kl_text_column(st, a, st->topic_datum, st->src->topic);
+				/* a batch read from the catalog is of one of the source's topics */
+				d = kl_text_column(st, a, st->topic_datums[Max(st->batch->topic_index, 0)],
+								   st->src->topics[Max(st->batch->topic_index, 0)]);
 				break;
 			case KL_COL_PARTITION:
 				if (a->typid == INT4OID)
@@ -2199,7 +2241,9 @@ kafkaLakeExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		appendStringInfoString(&statuses, KL_STATUS_NAME_EXCLUDED);
 
 	ExplainPropertyText("Kafka Lake Source",
-						psprintf("%s (topic %s)", st->src->source, st->src->topic), es);
+						psprintf("%s (%s %s)", st->src->source,
+								 st->src->ntopics > 1 ? "topics" : "topic",
+								 kl_source_topics_text(st->src)), es);
 	ExplainPropertyText("Statuses", statuses.len ? statuses.data : "none", es);
 	if (es->verbose)
 	{

@@ -406,6 +406,8 @@ kl_line_bound(const KlRecord *r, size_t topic_json_len)
 	b += r->event.json_len + 6 * (size_t) Max(r->event.event_id_len, 0) + 16;
 	if (r->validation_error)
 		b += 6 * strlen(r->validation_error) + 16;
+	if (r->dup_topic)
+		b += 6 * strlen(r->dup_topic) + 2;
 	for (int i = 0; i < r->nheaders; i++)
 		b += 6 * (strlen(r->headers[i].name) + r->headers[i].value_len) + 64;
 	return b;
@@ -513,7 +515,10 @@ kl_append_duplicate_of(StringInfo out, const KlRecord *r, const char *topic_json
 	appendStringInfoString(out, ", \"partition\": ");
 	kl_json_append_int64(out, r->dup_partition);
 	appendStringInfoString(out, ", \"topic\": ");
-	appendStringInfoString(out, topic_json);
+	if (r->dup_topic)
+		kl_json_append_string(out, r->dup_topic, strlen(r->dup_topic));
+	else
+		appendStringInfoString(out, topic_json);
 	appendStringInfoChar(out, '}');
 }
 

@@ -71,6 +71,7 @@ typedef struct KlRecord
 	const char *validation_error;	/* quarantined */
 	int32		dup_partition;	/* duplicates: where the event was accepted */
 	int64		dup_offset;
+	const char *dup_topic;		/* and its topic, NULL: the record's own */
 	/*
 	 * an Avro contract's (landing/avro_land.c), set before judging; or, with
 	 * framed, a JSON contract's in Confluent's wire format (kl_record_framing)
@@ -101,7 +102,8 @@ typedef struct KlFileInfo
 typedef struct KlBatch
 {
 	char		batch_id[KL_BATCH_ID_LEN + 1];
-	char	   *topic;			/* landed, manifest; NULL from the catalog */
+	char	   *topic;			/* landed, manifest, catalog */
+	int			topic_index;	/* which of the source's topics (catalog) */
 	int32		partition;
 	int64		first_offset;
 	int64		last_offset;

@@ -1248,34 +1248,39 @@ kafka_lake_lag(PG_FUNCTION_ARGS)
 	/* one deadline for every Kafka call of this function */
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	kk = kl_kafka_open(src->server, KL_CONSUMER, src->group_id);
-	nparts = kl_kafka_partition_count(kk, src->topic, deadline);
-	committed = palloc(sizeof(int64) * nparts);
-	lows = palloc(sizeof(int64) * nparts);
-	highs = palloc(sizeof(int64) * nparts);
-	kl_kafka_committed(kk, src->topic, nparts, committed, deadline);
-	kl_kafka_all_watermarks(kk, src->topic, nparts, lows, highs, deadline);
-	for (int p = 0; p < nparts; p++)
+	for (int t = 0; t < src->ntopics; t++)
 	{
-		Datum		values[5];
-		bool		nulls[5] = {0};
-		int64		low = lows[p],
-					high = highs[p];
+		const char *topic = src->topics[t];
 
-		values[0] = CStringGetTextDatum(src->topic);
-		values[1] = Int32GetDatum(p);
-		if (committed[p] >= 0)
+		nparts = kl_kafka_partition_count(kk, topic, deadline);
+		committed = palloc(sizeof(int64) * nparts);
+		lows = palloc(sizeof(int64) * nparts);
+		highs = palloc(sizeof(int64) * nparts);
+		kl_kafka_committed(kk, topic, nparts, committed, deadline);
+		kl_kafka_all_watermarks(kk, topic, nparts, lows, highs, deadline);
+		for (int p = 0; p < nparts; p++)
 		{
-			values[2] = Int64GetDatum(committed[p]);
-			values[4] = Int64GetDatum(Max(high - committed[p], 0));
+			Datum		values[5];
+			bool		nulls[5] = {0};
+			int64		low = lows[p],
+						high = highs[p];
+
+			values[0] = CStringGetTextDatum(topic);
+			values[1] = Int32GetDatum(p);
+			if (committed[p] >= 0)
+			{
+				values[2] = Int64GetDatum(committed[p]);
+				values[4] = Int64GetDatum(Max(high - committed[p], 0));
+			}
+			else
+			{
+				/* no commit yet: everything still on the broker is lag */
+				nulls[2] = true;
+				values[4] = Int64GetDatum(high - low);
+			}
+			values[3] = Int64GetDatum(high);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
-		else
-		{
-			/* no commit yet: everything still on the broker is lag */
-			nulls[2] = true;
-			values[4] = Int64GetDatum(high - low);
-		}
-		values[3] = Int64GetDatum(high);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	kl_kafka_close(kk);
 	return (Datum) 0;

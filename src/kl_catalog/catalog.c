@@ -288,7 +288,9 @@ kl_source_lookup(const char *name)
 		src->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 		src->source = SPI_getvalue(tup, desc, 2);
 		src->server = SPI_getvalue(tup, desc, 3);
-		src->topic = SPI_getvalue(tup, desc, 4);
+		src->ntopics = kl_split_topics(SPI_getvalue(tup, desc, 4), &src->topics);
+		src->topic = src->topics[0];
+		src->topic_index = 0;
 		src->group_id = SPI_getvalue(tup, desc, 5);
 		src->contract = SPI_getvalue(tup, desc, 6);
 		src->cluster_id = SPI_getvalue(tup, desc, 7);
@@ -298,6 +300,154 @@ kl_source_lookup(const char *name)
 	}
 	kl_catalog_end(cs);
 	return src;
+}
+
+/*
+ * kl_split_topics
+ *		The topics of sources.topic (one, or several separated by commas).
+ */
+int
+kl_split_topics(const char *list, char ***topics)
+{
+	int			n = 1;
+	char	   *copy = pstrdup(list);
+	char	   *p = copy;
+
+	for (const char *c = list; *c; c++)
+		n += (*c == ',');
+	*topics = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *comma = strchr(p, ',');
+
+		if (comma)
+			*comma = '\0';
+		(*topics)[i] = p;
+		p = comma ? comma + 1 : p + strlen(p);
+	}
+	return n;
+}
+
+/*
+ * kl_source_topic
+ *		The source, on its i-th topic: what works per partition works on
+ *		such a copy.
+ */
+KlSource *
+kl_source_topic(const KlSource *src, int i)
+{
+	KlSource   *copy = palloc(sizeof(KlSource));
+
+	Assert(i >= 0 && i < src->ntopics);
+	*copy = *src;
+	copy->topic = src->topics[i];
+	copy->topic_index = i;
+	return copy;
+}
+
+/*
+ * kl_source_topic_index
+ *		Which of the source's topics this is; -1 for none of them.
+ */
+int
+kl_source_topic_index(const KlSource *src, const char *topic)
+{
+	for (int i = 0; i < src->ntopics; i++)
+	{
+		if (strcmp(src->topics[i], topic) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * kl_source_topic_arg
+ *		The source on the topic a function's argument names (it may be
+ *		absent: a function declared by an older catalog).  Left out or NULL,
+ *		it is the source's only topic; for a source of several, NULL (every
+ *		topic) unless required, when it is an ERROR.  22023 for a topic that
+ *		is not the source's.
+ */
+KlSource *
+kl_source_topic_arg(const KlSource *src, FunctionCallInfo fcinfo, int argno, bool required)
+{
+	const char *topic;
+	int			i;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+	{
+		if (src->ntopics == 1)
+			return kl_source_topic(src, 0);
+		if (!required)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source \"%s\" lands %d topics: name the topic of the partition",
+						src->source, src->ntopics),
+				 errhint("Add topic => '%s' (the source's topics are %s).",
+						 src->topics[0], kl_source_topics_text(src))));
+	}
+	topic = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	i = kl_source_topic_index(src, topic);
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("topic \"%s\" is not a topic of source \"%s\"", topic, src->source),
+				 errhint("The source's topics are %s.", kl_source_topics_text(src))));
+	return kl_source_topic(src, i);
+}
+
+/*
+ * kl_source_topics_text
+ *		The source's topics as sources.topic holds them: separated by commas.
+ */
+char *
+kl_source_topics_text(const KlSource *src)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < src->ntopics; i++)
+		appendStringInfo(&buf, "%s%s", i ? "," : "", src->topics[i]);
+	return buf.data;
+}
+
+/*
+ * kl_topic_or_null
+ *		What accepted_events.topic holds for the source's current topic:
+ *		NULL for its first (so that a source of one topic pays nothing).
+ */
+const char *
+kl_topic_or_null(const KlSource *src)
+{
+	return src->topic_index == 0 ? NULL : src->topic;
+}
+
+/*
+ * kl_event_topic_qual
+ *		The condition that an accepted_events row (of alias, or unqualified
+ *		for NULL) names a coordinate of the topic passed as parameter param
+ *		(kl_topic_or_null: NULL for the source's first topic).  A catalog
+ *		before 1.6 has no topic column, and a source of one topic only.
+ */
+char *
+kl_event_topic_qual(const char *alias, int param)
+{
+	if (!kl_catalog_has_topic_lists())
+		return psprintf(" AND $%d::text IS NULL", param);
+	return psprintf(" AND %s%stopic IS NOT DISTINCT FROM $%d",
+					alias ? alias : "", alias ? "." : "", param);
+}
+
+/*
+ * kl_catalog_has_topic_lists
+ *		May a source land several topics (1.6 and later: accepted_events and
+ *		date_closing_partitions name the topic)?
+ */
+bool
+kl_catalog_has_topic_lists(void)
+{
+	return get_attnum(kl_catalog_relid("accepted_events"), "topic") != InvalidAttrNumber;
 }
 
 /*
@@ -846,6 +996,33 @@ kl_catalog_has_contracts(void)
 }
 
 /*
+ * kl_event_topic
+ *		The topic of the coordinate an accepted_events row names, as a
+ *		duplicate's dup_topic: NULL when it is the source's current topic,
+ *		else one of src->topics (or a copy, for a topic the source no longer
+ *		names).
+ */
+static const char *
+kl_event_topic(const KlSource *src, TupleTableSlot *slot)
+{
+	bool		isnull = true;
+	Datum		d = (Datum) 0;
+	int			i = 0;
+
+	if (slot->tts_tupleDescriptor->natts > 4)
+		d = slot_getattr(slot, 5, &isnull);
+	if (!isnull)
+	{
+		char	   *topic = TextDatumGetCString(d);
+
+		i = kl_source_topic_index(src, topic);
+		if (i < 0)
+			return topic;
+	}
+	return i == src->topic_index ? NULL : src->topics[i];
+}
+
+/*
  * kl_mark_known_events
  *		Mark as duplicates the candidates whose event_id is already accepted
  *		in the catalog at another coordinate; a candidate whose event_id the
@@ -894,14 +1071,16 @@ kl_mark_known_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 			bool		isnull;
 			int32		p = DatumGetInt32(slot_getattr(slot, 3, &isnull));
 			int64		offset = DatumGetInt64(slot_getattr(slot, 4, &isnull));
+			const char *topic = kl_event_topic(src, slot);
 
-			if (p == partition && offset == r->offset)
+			if (p == partition && offset == r->offset && topic == NULL)
 				r->reserved = true;
 			else
 			{
 				r->status = KL_STATUS_DUPLICATE;
 				r->dup_partition = p;
 				r->dup_offset = offset;
+				r->dup_topic = topic;
 			}
 		}
 		else
@@ -956,7 +1135,11 @@ kl_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 	KlBulkInsert w;
 	KlIdentity **order;
 	int			ncand = 0;
+	int			natts = RelationGetDescr(rel)->natts;	/* 5 with a topic (1.6) */
+	const char *topic = kl_topic_or_null(src);
+	Datum		topic_datum = topic ? CStringGetTextDatum(topic) : (Datum) 0;
 
+	Assert(natts == 4 || natts == 5);
 	if (list_length(indexes) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -986,7 +1169,12 @@ kl_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 		slot->tts_values[1] = Int32GetDatum(src->source_id);
 		slot->tts_values[2] = Int32GetDatum(partition);
 		slot->tts_values[3] = Int64GetDatum(order[i]->offset);
-		memset(slot->tts_isnull, false, sizeof(bool) * 4);
+		memset(slot->tts_isnull, false, sizeof(bool) * natts);
+		if (natts > 4)
+		{
+			slot->tts_values[4] = topic_datum;
+			slot->tts_isnull[4] = topic == NULL;
+		}
 		kl_bulk_add(&w);
 	}
 	kl_bulk_close(&w);
@@ -1093,6 +1281,7 @@ kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids)
 		ids[i].offset = recs[i].offset;
 		ids[i].dup_partition = recs[i].dup_partition;
 		ids[i].dup_offset = recs[i].dup_offset;
+		ids[i].dup_topic = recs[i].dup_topic;
 		ids[i].status = recs[i].status;
 		ids[i].reserved = recs[i].reserved;
 		ids[i].has_event_id = recs[i].event.event_id != NULL;
@@ -1108,6 +1297,7 @@ kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs)
 		recs[i].reserved = ids[i].reserved;
 		recs[i].dup_partition = ids[i].dup_partition;
 		recs[i].dup_offset = ids[i].dup_offset;
+		recs[i].dup_topic = ids[i].dup_topic;
 	}
 }
 
@@ -1417,9 +1607,10 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 	List	   *result = NIL;
 	StringInfoData sql;
 	StringInfoData files;
-	Oid			types[8] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, DATEOID, DATEOID, TEXTOID};
-	Datum		values[8];
-	char		nulls[8] = "        ";
+	Oid			types[9] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, DATEOID, DATEOID, TEXTOID,
+	TEXTOID};
+	Datum		values[9];
+	char		nulls[9] = "         ";
 	KlCatalogSave cs;
 
 	values[0] = Int32GetDatum(src->source_id);
@@ -1435,6 +1626,13 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 	{
 		values[7] = (Datum) 0;
 		nulls[7] = 'n';
+	}
+	if (bounds->topic)
+		values[8] = CStringGetTextDatum(bounds->topic);
+	else
+	{
+		values[8] = (Datum) 0;
+		nulls[8] = 'n';
 	}
 
 	/* with every file, every batch (verify() lists them all) */
@@ -1461,7 +1659,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
-					 " b.record_count, %s, %s, %s, b.created_at"
+					 " b.record_count, %s, %s, %s, b.created_at, b.topic"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1470,8 +1668,9 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 " AND ($6 = '-infinity'::date OR b.max_business_date >= $6)"
 					 " AND ($7 = 'infinity'::date OR b.min_business_date <= $7)"
 					 " AND ($8 IS NULL OR b.batch_id = $8)"
+					 " AND ($9 IS NULL OR b.topic = $9)"
 					 " AND (%s)"
-					 " ORDER BY b.partition, b.first_offset",
+					 " ORDER BY b.topic COLLATE \"C\", b.partition, b.first_offset",
 					 (want & KL_BATCH_WANT_FINGERPRINTS) ? "true" : "false",
 					 (want & KL_BATCH_WANT_FINGERPRINTS) ? "c.fingerprints" : "NULL::bytea",
 					 kl_catalog_has_manifest_checks() ?
@@ -1484,7 +1683,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 files.data);
 
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args(sql.data, 8, types, values, nulls, true, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(sql.data, 9, types, values, nulls, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read kafka_lake.batches");
 	*total = 0;
 	for (uint64 row = 0; row < SPI_processed; row++)
@@ -1598,6 +1797,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 			b->expired_at = DatumGetTimestampTz(d);
 		}
 		b->landed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 27, &isnull));
+		b->topic = TextDatumGetCString(SPI_getbinval(tup, desc, 28, &isnull));
+		b->topic_index = kl_source_topic_index(src, b->topic);
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}
@@ -1621,20 +1822,21 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 
 /*
  * kl_catalog_partitions
- *		The partitions of a source the catalog has batches of.
+ *		The partitions of the source's topic the catalog has batches of.
  */
 List *
 kl_catalog_partitions(KlSource *src)
 {
 	KlCatalogSave cs;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(src->source_id)};
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic)};
 	MemoryContext caller = CurrentMemoryContext;
 	List	   *result = NIL;
 
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args("SELECT DISTINCT partition FROM kafka_lake.batches WHERE source_id = $1",
-							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("SELECT DISTINCT partition FROM kafka_lake.batches"
+							  " WHERE source_id = $1 AND topic = $2",
+							  2, types, values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read kafka_lake.batches");
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
@@ -1661,24 +1863,28 @@ void
 kl_catalog_forget_batch(KlSource *src, const KlBatch *b)
 {
 	KlCatalogSave cs;
-	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID};
-	Datum		values[5];
+	Oid			types[6] = {INT4OID, TEXTOID, INT4OID, INT8OID, INT8OID, TEXTOID};
+	Datum		values[6];
+	const char *topic = kl_topic_or_null(src);
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', topic ? ' ' : 'n'};
 
 	values[0] = Int32GetDatum(src->source_id);
 	values[1] = CStringGetTextDatum(b->batch_id);
 	values[2] = Int32GetDatum(b->partition);
 	values[3] = Int64GetDatum(b->first_offset);
 	values[4] = Int64GetDatum(b->last_offset);
+	values[5] = topic ? CStringGetTextDatum(topic) : (Datum) 0;
 	cs = kl_catalog_begin();
 	/* its readmit units go with it (their event_ids lie in its range too) */
 	if (kl_catalog_has_contracts() &&
 		SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND readmit_of = $2",
 							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not forget the readmit units of batch %s", b->batch_id);
-	if (SPI_execute_with_args("DELETE FROM kafka_lake.accepted_events"
-							  " WHERE source_id = $1 AND partition = $3"
-							  "   AND \"offset\" BETWEEN $4 AND $5",
-							  5, types, values, NULL, false, 0) != SPI_OK_DELETE ||
+	if (SPI_execute_with_args(psprintf("DELETE FROM kafka_lake.accepted_events"
+									   " WHERE source_id = $1 AND partition = $3"
+									   "   AND \"offset\" BETWEEN $4 AND $5%s",
+									   kl_event_topic_qual(NULL, 6)),
+							  6, types, values, nulls, false, 0) != SPI_OK_DELETE ||
 		SPI_execute_with_args("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
 							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not forget batch %s", b->batch_id);

@@ -23,7 +23,17 @@ typedef struct KlSource
 	int32		source_id;
 	char	   *source;
 	char	   *server;
+	/*
+	 * The topic an operation is on: topics[topic_index].  A source lands one
+	 * topic or several (sources.topic holds them separated by commas); what
+	 * works per partition works on one topic at a time, on the copy
+	 * kl_source_topic() makes, and what works on the whole source loops
+	 * over topics.
+	 */
 	char	   *topic;
+	char	  **topics;
+	int			ntopics;
+	int			topic_index;
 	char	   *group_id;
 	char	   *contract;
 	int32		contract_version;	/* 1 in a catalog without contracts */
@@ -41,6 +51,7 @@ typedef struct KlBounds
 	DateADT		date_lo;		/* batches whose business dates meet [lo, hi] */
 	DateADT		date_hi;
 	char	   *batch_id;		/* NULL: any */
+	const char *topic;			/* NULL: every topic of the source */
 	bool		files[KL_NFILES];	/* which status files */
 	bool		excluded;		/* and the batches with excluded records
 								 * ('X', exclude.c) */
@@ -89,6 +100,7 @@ typedef struct KlIdentity
 	int64		offset;
 	int64		dup_offset;		/* duplicates: where the event was accepted */
 	int32		dup_partition;
+	const char *dup_topic;		/* NULL: the candidate's own topic */
 	char		status;			/* KL_STATUS_* */
 	bool		reserved;
 	bool		has_event_id;
@@ -127,6 +139,15 @@ extern void kl_catalog_insert_source(const char *source, const char *server, con
 extern void kl_catalog_create_records_table(const char *source, const char *server,
 											const char *topic);
 extern void kl_catalog_lock_source_for_drop(KlSource *src);
+extern KlSource *kl_source_topic(const KlSource *src, int i);
+extern int	kl_source_topic_index(const KlSource *src, const char *topic);
+extern KlSource *kl_source_topic_arg(const KlSource *src, FunctionCallInfo fcinfo, int argno,
+									 bool required);
+extern int	kl_split_topics(const char *list, char ***topics);
+extern const char *kl_topic_or_null(const KlSource *src);
+extern char *kl_source_topics_text(const KlSource *src);
+extern bool kl_catalog_has_topic_lists(void);
+extern char *kl_event_topic_qual(const char *alias, int param);
 extern void kl_catalog_delete_source(KlSource *src);
 
 extern void kl_bounds_init(KlBounds *bounds);

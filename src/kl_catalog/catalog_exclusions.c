@@ -381,10 +381,12 @@ kl_event_key_datum(KlSource *src, const char *event_id)
 /*
  * kl_catalog_event_holder
  *		The coordinate at which accepted_events holds an event_id (newest
- *		snapshot); false when no record holds it.
+ *		snapshot): which of the source's topics (*topic_index), partition
+ *		and offset; false when no record holds it.
  */
 bool
-kl_catalog_event_holder(KlSource *src, const char *event_id, int32 *partition, int64 *offset)
+kl_catalog_event_holder(KlSource *src, const char *event_id, int *topic_index,
+						int32 *partition, int64 *offset)
 {
 	KlCatalogSave cs;
 	Oid			types[1] = {UUIDOID};
@@ -394,13 +396,20 @@ kl_catalog_event_holder(KlSource *src, const char *event_id, int32 *partition, i
 
 	values[0] = kl_event_key_datum(src, event_id);
 	cs = kl_catalog_begin();
-	kl_xspi("SELECT partition, \"offset\" FROM kafka_lake.accepted_events WHERE event_key = $1",
+	kl_xspi(kl_catalog_has_topic_lists() ?
+			"SELECT partition, \"offset\", topic FROM kafka_lake.accepted_events WHERE event_key = $1" :
+			"SELECT partition, \"offset\", NULL::text FROM kafka_lake.accepted_events WHERE event_key = $1",
 			1, types, values, NULL, SPI_OK_SELECT, true);
 	found = SPI_processed == 1;
 	if (found)
 	{
+		Datum		d;
+
 		*partition = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		*offset = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+		/* NULL: the first topic; a topic the source no longer names: -1 */
+		*topic_index = isnull ? 0 : kl_source_topic_index(src, TextDatumGetCString(d));
 	}
 	kl_catalog_end(cs);
 	return found;
@@ -417,15 +426,24 @@ kl_catalog_move_event(KlSource *src, const char *event_id, bool has_at, int32 pa
 					  int64 offset)
 {
 	KlCatalogSave cs;
-	Oid			types[4] = {UUIDOID, INT4OID, INT4OID, INT8OID};
-	Datum		values[4];
+	Oid			types[5] = {UUIDOID, INT4OID, INT4OID, INT8OID, TEXTOID};
+	Datum		values[5];
+	const char *topic = kl_topic_or_null(src);
+	char		nulls[5] = {' ', ' ', ' ', ' ', topic ? ' ' : 'n'};
 
 	values[0] = kl_event_key_datum(src, event_id);
 	values[1] = Int32GetDatum(src->source_id);
 	values[2] = Int32GetDatum(partition);
 	values[3] = Int64GetDatum(offset);
+	values[4] = topic ? CStringGetTextDatum(topic) : (Datum) 0;
 	cs = kl_catalog_begin();
-	if (has_at)
+	if (has_at && kl_catalog_has_topic_lists())
+		kl_xspi("INSERT INTO kafka_lake.accepted_events (event_key, source_id, partition, \"offset\", topic)"
+				" VALUES ($1, $2, $3, $4, $5) ON CONFLICT (event_key) DO UPDATE"
+				" SET partition = EXCLUDED.partition, \"offset\" = EXCLUDED.\"offset\","
+				"     topic = EXCLUDED.topic",
+				5, types, values, nulls, SPI_OK_INSERT, false);
+	else if (has_at)
 		kl_xspi("INSERT INTO kafka_lake.accepted_events (event_key, source_id, partition, \"offset\")"
 				" VALUES ($1, $2, $3, $4) ON CONFLICT (event_key) DO UPDATE"
 				" SET partition = EXCLUDED.partition, \"offset\" = EXCLUDED.\"offset\"",

@@ -70,8 +70,8 @@ extern void kl_catalog_insert_exclusion(KlSource *src, const KlExclusion *x);
 extern char kl_catalog_letter(KlSource *src, const char *batch_id, int64 offset, bool for_update);
 extern void kl_catalog_set_letter(KlSource *src, const char *batch_id, int64 offset, char from,
 								  char to);
-extern bool kl_catalog_event_holder(KlSource *src, const char *event_id, int32 *partition,
-									int64 *offset);
+extern bool kl_catalog_event_holder(KlSource *src, const char *event_id, int *topic_index,
+									int32 *partition, int64 *offset);
 extern void kl_catalog_move_event(KlSource *src, const char *event_id, bool has_at,
 								  int32 partition, int64 offset);
 

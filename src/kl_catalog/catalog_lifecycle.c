@@ -373,12 +373,14 @@ kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT 
 	Datum		values[2] = {Int32GetDatum(src->source_id), TimestampTzGetDatum(now)};
 	KlCatalogSave cs;
 	int64		pruned = 0;
+	bool		topics = kl_catalog_has_topic_lists();
 
 	*lo = *hi = DATEVAL_NOEND;
 	cs = kl_catalog_begin();
-	if (SPI_execute_with_args(
+	if (SPI_execute_with_args(psprintf(
 							  "WITH cand AS ("
-							  "  SELECT b.partition, b.first_offset, b.last_offset, b.min_business_date, b.max_business_date,"
+							  "  SELECT CASE WHEN b.topic <> pg_catalog.split_part(s.topic, ',', 1) THEN b.topic END AS etopic,"
+							  "         b.partition, b.first_offset, b.last_offset, b.min_business_date, b.max_business_date,"
 							  "         b.max_business_date < ($2 - s.dedupe_horizon)::pg_catalog.date"
 							  "         AND NOT EXISTS (SELECT 1 FROM pg_catalog.generate_series(b.min_business_date::timestamp,"
 							  "                                              b.max_business_date::timestamp, interval '1 day') d"
@@ -391,10 +393,10 @@ kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT 
 							  /* a coordinate a readmit unit re-judged into an open date stays */
 							  " gone AS ("
 							  "  DELETE FROM kafka_lake.accepted_events a USING final f"
-							  "   WHERE a.source_id = $1 AND a.partition = f.partition"
+							  "   WHERE a.source_id = $1 AND a.partition = f.partition AND %s"
 							  "     AND a.\"offset\" BETWEEN f.first_offset AND f.last_offset"
 							  "     AND NOT EXISTS (SELECT 1 FROM cand o WHERE NOT o.final AND o.partition = a.partition"
-							  "                        AND a.\"offset\" BETWEEN o.first_offset AND o.last_offset)"
+							  "                        AND %s AND a.\"offset\" BETWEEN o.first_offset AND o.last_offset)"
 							  "  RETURNING 1),"
 							  " marked AS ("
 							  "  UPDATE kafka_lake.date_closings c SET event_ids_pruned_at = $2"
@@ -404,6 +406,8 @@ kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT 
 							  " SELECT (SELECT pg_catalog.count(*) FROM gone),"
 							  "        (SELECT pg_catalog.min(min_business_date) FROM final),"
 							  "        (SELECT pg_catalog.max(max_business_date) FROM final)",
+							  topics ? "a.topic IS NOT DISTINCT FROM f.etopic" : "true",
+							  topics ? "a.topic IS NOT DISTINCT FROM o.etopic" : "true"),
 							  2, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not apply the dedupe horizon of source \"%s\"", src->source);
 	{

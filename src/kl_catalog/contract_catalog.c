@@ -779,8 +779,10 @@ void
 kl_catalog_forget_readmit(KlSource *src, const KlBatch *u)
 {
 	KlCatalogSave cs;
-	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, INT8ARRAYOID};
-	Datum		values[4];
+	Oid			types[5] = {INT4OID, TEXTOID, INT4OID, INT8ARRAYOID, TEXTOID};
+	Datum		values[5];
+	const char *topic = kl_topic_or_null(src);
+	char		nulls[5] = {' ', ' ', ' ', ' ', topic ? ' ' : 'n'};
 	char	   *statuses;
 	int64		lo;
 	int64	   *offsets;
@@ -794,6 +796,7 @@ kl_catalog_forget_readmit(KlSource *src, const KlBatch *u)
 	values[0] = Int32GetDatum(src->source_id);
 	values[1] = CStringGetTextDatum(u->batch_id);
 	values[2] = Int32GetDatum(u->partition);
+	values[4] = topic ? CStringGetTextDatum(topic) : (Datum) 0;
 	cs = kl_catalog_begin();
 	kl_spi("SELECT statuses, pg_catalog.lower(offsets), offset_list FROM kafka_lake.coordinates"
 		   " WHERE source_id = $1 AND batch_id = $2",
@@ -833,9 +836,9 @@ kl_catalog_forget_readmit(KlSource *src, const KlBatch *u)
 	}
 	values[3] = PointerGetDatum(construct_array(accepted, naccepted, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	/* the unit's own coordinates: no batch holds them accepted */
-	kl_spi("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1 AND partition = $3"
-		   " AND \"offset\" = ANY ($4)",
-		   4, types, values, NULL, false, SPI_OK_DELETE);
+	kl_spi(psprintf("DELETE FROM kafka_lake.accepted_events WHERE source_id = $1 AND partition = $3"
+					" AND \"offset\" = ANY ($4)%s", kl_event_topic_qual(NULL, 5)),
+		   5, types, values, nulls, false, SPI_OK_DELETE);
 	kl_spi("DELETE FROM kafka_lake.batches WHERE source_id = $1 AND batch_id = $2",
 		   2, types, values, NULL, false, SPI_OK_DELETE);
 	kl_catalog_end(cs);

@@ -14,7 +14,10 @@
  *						partition one caller at a time; a busy partition is
  *						skipped and reported "locked".  The bridge and
  *						recover() take it too, to recover a partition;
- *						close_date() waits for it (in partition order).
+ *						close_date() waits for it (in partition order).  The
+ *						objid is the partition on the source's first topic,
+ *						and partition + i * 2^24 on its i-th
+ *						(kl_partition_lock_key).
  *	0x4B4D "KM"			(source, business date): one bridge of a date at a
  *						time; a second caller waits, then reports the first
  *						one's run as skipped.
@@ -61,6 +64,18 @@
 static void kl_check_partition_snapshot(KlSource *src, int32 partition);
 
 /*
+ * kl_partition_lock_key
+ *		The objid of a partition's lock: the partition, and which of the
+ *		source's topics it is of in the top byte (a topic has fewer than
+ *		2^24 partitions: Kafka's own limits are far below).
+ */
+static uint32
+kl_partition_lock_key(const KlSource *src, int32 partition)
+{
+	return (uint32) partition + ((uint32) src->topic_index << 24);
+}
+
+/*
  * kl_try_lock_partition
  *		Own a partition of a source until the end of the transaction, if no
  *		other session does.
@@ -70,8 +85,8 @@ kl_try_lock_partition(KlSource *src, int32 partition)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
-						 KL_LOCK_SPACE_PARTITION);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id,
+						 kl_partition_lock_key(src, partition), KL_LOCK_SPACE_PARTITION);
 	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
 	if (IsolationUsesXactSnapshot())
@@ -126,8 +141,8 @@ kl_unlock_partition(KlSource *src, int32 partition)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, (uint32) partition,
-						 KL_LOCK_SPACE_PARTITION);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id,
+						 kl_partition_lock_key(src, partition), KL_LOCK_SPACE_PARTITION);
 	LockRelease(&tag, ExclusiveLock, false);
 }
 

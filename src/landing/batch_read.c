@@ -221,7 +221,7 @@ static void
 kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 				char **buffer, size_t *buffer_size, KlReadAhead *ra)
 {
-	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *dir = kl_batch_partition_dir(src, b);
 	char	   *path = psprintf("%s/%s%s/%s", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id,
 								kl_file_names[file]);
 	const KlFileInfo *expect = &b->files[file];
@@ -452,7 +452,7 @@ kl_reader_stop(KlReadAhead *ra)
 void
 kl_check_manifest(KlSource *src, const KlBatch *b)
 {
-	char	   *dir = kl_partition_dir(src, b->partition);
+	char	   *dir = kl_batch_partition_dir(src, b);
 	char	   *path = psprintf("%s/%s%s/manifest.json", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id);
 	const char *not_regular;
 	int			fd = kl_open_landed(path, &not_regular);

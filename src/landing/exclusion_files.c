@@ -509,6 +509,7 @@ kl_exclusion_conflict(KlSource *src, const KlExclusion *x)
 
 		kl_bounds_init(&bounds);
 		bounds.partition_lo = bounds.partition_hi = ch->partition;
+		bounds.topic = src->topic;
 		bounds.batch_id = (char *) ch->batch_id;
 		found = kl_catalog_scan_batches(src, &bounds, KL_BATCH_WANT_FINGERPRINTS, &total);
 		if (found == NIL)
@@ -526,14 +527,16 @@ kl_exclusion_conflict(KlSource *src, const KlExclusion *x)
 	}
 	if (x->event_id)
 	{
+		int			t;
 		int32		p;
 		int64		o;
-		bool		has = kl_catalog_event_holder(src, x->event_id, &p, &o);
+		bool		has = kl_catalog_event_holder(src, x->event_id, &t, &p, &o);
 
 		if (has != x->has_before ||
-			(has && (p != x->before_partition || o != x->before_offset)))
+			(has && (t != src->topic_index || p != x->before_partition || o != x->before_offset)))
 			return psprintf("event_id \"%s\" is %s", x->event_id,
-							has ? psprintf("accepted at partition %d offset %lld", p, (long long) o) :
+							has ? psprintf("accepted at partition %d offset %lld of topic \"%s\"", p,
+										   (long long) o, t >= 0 ? src->topics[t] : "?") :
 							"not accepted by any record");
 	}
 	return NULL;
@@ -592,8 +595,9 @@ kl_emit_recover_row(Tuplestorestate *out, TupleDesc desc, const char *action,
  *		changes (and reports them when out is given).
  */
 int
-kl_recover_exclusions(KlSource *src, Tuplestorestate *out, TupleDesc desc)
+kl_recover_exclusions(KlSource *source, Tuplestorestate *out, TupleDesc desc)
 {
+	KlSource   *src = source;
 	char	   *root = kl_exclusions_dir(src);
 	List	   *known;
 	ListCell   *cell;
@@ -630,11 +634,16 @@ kl_recover_exclusions(KlSource *src, Tuplestorestate *out, TupleDesc desc)
 		if (is_known)
 			continue;
 		readable = kl_read_exclusion_unit(dir, &x, &problem);
-		if (readable && (strcmp(x.exclusion_id, id) != 0 || strcmp(x.topic, src->topic) != 0))
+		src = source;
+		if (readable && (strcmp(x.exclusion_id, id) != 0 ||
+						 kl_source_topic_index(source, x.topic) < 0))
 		{
 			readable = false;
 			problem = pstrdup("its exclusion.json names another unit or topic");
 		}
+		/* a unit changes records of one topic, and works on it */
+		if (readable)
+			src = kl_source_topic(source, kl_source_topic_index(source, x.topic));
 		if (!readable)
 		{
 			ereport(WARNING,

@@ -92,6 +92,22 @@
  * every partition is.  Partitions are taken in ascending order, so two such
  * calls never wait for each other in a circle (land() never waits).
  *
+ * SEVERAL TOPICS
+ *
+ * A source may land several topics with one contract and one consumer
+ * group.  A call lands them one after the other, in the source's order, on
+ * one consumer (kl_start_topic): what works per partition works on the
+ * source's copy for that topic (kl_source_topic), so each topic's partitions
+ * keep their own locks (the topic in the lock key, locks.c), staging names
+ * (kl_staging_marker), batch directories, commits and certificates.  What
+ * the topics share is accepted_events: an event_id is accepted once across
+ * them, and its row names the topic of its coordinate (NULL for the first,
+ * so a source of one topic stores what it always did).  Topics one after
+ * the other rather than interleaved keeps the decision which copy of an
+ * event_id wins the same as for partitions: the first in (topic order,
+ * partition, offset) that a call reaches, and a killed call's next run
+ * reaches the same.
+ *
  * THE CONSUMER GROUP
  *
  * A group offset ahead of the newest commit this source remembers is this
@@ -186,7 +202,8 @@ PG_FUNCTION_INFO_V1(kafka_lake_replay_by_time);
 /* State of one land() or replay() call */
 typedef struct KlLandCall
 {
-	KlSource   *src;
+	KlSource   *source;			/* the source, every topic */
+	KlSource   *src;			/* the source on the topic being landed */
 	KlKafka    *kk;
 	bool		is_replay;		/* never commit */
 	bool		allow_expired;	/* record expired ranges and go on */
@@ -223,6 +240,10 @@ typedef struct KlLandCall
 									 * commit of the partition */
 	int64	   *pending_first;	/* their offsets */
 	int64	   *pending_last;
+	StringInfoData prior_committed; /* the same of the topics landed before */
+	int			nprior_committed;
+	StringInfoData prior_pending;
+	int			nprior_pending;
 	int64		rows;			/* result rows so far */
 	/* what source_status shows of each partition (partition_state) */
 	bool	   *owned;			/* this call held the partition's lock */
@@ -349,22 +370,95 @@ kl_commit_partition(KlLandCall *call, int64 next_offset, const char *batch_id)
  *		the transaction aborts (the next call adopts them), and commits made
  *		to Kafka stay made, so "nothing happened" is rarely true.
  */
+/*
+ * kl_partition_words
+ *		"partition 3", and of which topic for a source of several.
+ */
+static char *
+kl_partition_words(KlLandCall *call, int32 p)
+{
+	if (call->src->ntopics == 1)
+		return psprintf("partition %d", p);
+	return psprintf("partition %d of topic \"%s\"", p, call->src->topic);
+}
+
+/*
+ * kl_progress_parts
+ *		What the call committed and landed on the current topic, appended
+ *		as list items ("partition 0 to offset 10"; "offsets 10 to 19 of
+ *		partition 0 (1 batch)") to the two lists, with their counts.
+ */
+static void
+kl_progress_parts(KlLandCall *call, StringInfo committed, int *ncommitted,
+				  StringInfo pending, int *npending)
+{
+	for (int p = 0; p < call->nparts; p++)
+	{
+		if (call->call_committed[p] >= 0)
+		{
+			(*ncommitted)++;
+			appendStringInfo(committed, "%s%s to offset %lld", committed->len ? "\x1f" : "",
+							 kl_partition_words(call, p), (long long) call->call_committed[p]);
+		}
+		if (call->pending_batches[p] > 0)
+		{
+			(*npending)++;
+			appendStringInfo(pending, "%soffsets %lld to %lld of %s (%d %s)",
+							 pending->len ? "\x1f" : "",
+							 (long long) call->pending_first[p], (long long) call->pending_last[p],
+							 kl_partition_words(call, p), call->pending_batches[p],
+							 call->pending_batches[p] == 1 ? "batch" : "batches");
+		}
+	}
+}
+
+/*
+ * kl_append_list
+ *		Items separated by \x1f, as "a", "a and b", "a, b and c".
+ */
+static void
+kl_append_list(StringInfo buf, const char *items, int n)
+{
+	int			done = 0;
+	char	   *copy = pstrdup(items);
+	char	   *item = copy;
+
+	while (item != NULL)
+	{
+		char	   *sep = strchr(item, '\x1f');
+
+		if (sep)
+			*sep = '\0';
+		done++;
+		appendStringInfo(buf, "%s %s", done == 1 ? "" : (done == n ? " and" : ","), item);
+		item = sep ? sep + 1 : NULL;
+	}
+}
+
+/*
+ * kl_progress_detail
+ *		What this call landed and committed before an error, as a sentence
+ *		for the error's detail.  Batches renamed into place stay durable when
+ *		the transaction aborts (the next call adopts them), and commits made
+ *		to Kafka stay made, so "nothing happened" is rarely true.
+ */
 static char *
 kl_progress_detail(KlLandCall *call)
 {
 	StringInfoData buf;
-	int			ncommitted = 0;
-	int			npending = 0;
-	int			done = 0;
+	StringInfoData committed;
+	StringInfoData pending;
+	int			ncommitted = call->nprior_committed;
+	int			npending = call->nprior_pending;
 
 	initStringInfo(&buf);
-	for (int p = 0; p < call->nparts; p++)
-	{
-		if (call->call_committed[p] >= 0)
-			ncommitted++;
-		if (call->pending_batches[p] > 0)
-			npending++;
-	}
+	initStringInfo(&committed);
+	initStringInfo(&pending);
+	if (call->prior_committed.data)
+		appendStringInfoString(&committed, call->prior_committed.data);
+	if (call->prior_pending.data)
+		appendStringInfoString(&pending, call->prior_pending.data);
+	kl_progress_parts(call, &committed, &ncommitted, &pending, &npending);
 
 	if (call->is_replay)
 		appendStringInfoString(&buf, "Before the error, this replay landed");
@@ -373,29 +467,13 @@ kl_progress_detail(KlLandCall *call)
 	else
 	{
 		appendStringInfoString(&buf, "Before the error, this call committed");
-		for (int p = 0; p < call->nparts; p++)
-		{
-			if (call->call_committed[p] < 0)
-				continue;
-			done++;
-			appendStringInfo(&buf, "%s partition %d to offset %lld",
-							 done == 1 ? "" : (done == ncommitted ? " and" : ","),
-							 p, (long long) call->call_committed[p]);
-		}
+		kl_append_list(&buf, committed.data, ncommitted);
 	}
-
-	done = 0;
-	for (int p = 0; p < call->nparts; p++)
+	if (npending > 0)
 	{
-		if (call->pending_batches[p] == 0)
-			continue;
-		done++;
-		appendStringInfo(&buf, "%s offsets %lld to %lld of partition %d (%d %s)",
-						 done > 1 ? (done == npending ? " and" : ",") :
-						 (call->is_replay ? "" : ";"),
-						 (long long) call->pending_first[p], (long long) call->pending_last[p],
-						 p, call->pending_batches[p],
-						 call->pending_batches[p] == 1 ? "batch" : "batches");
+		if (!call->is_replay)
+			appendStringInfoChar(&buf, ';');
+		kl_append_list(&buf, pending.data, npending);
 	}
 
 	if (call->is_replay)
@@ -795,7 +873,8 @@ kl_point_at_winners(KlLandCall *call, KlIdentity *ids, int n)
 	{
 		KlIdentity *r = &ids[i];
 
-		if (r->status == KL_STATUS_DUPLICATE && r->dup_partition == call->partition)
+		if (r->status == KL_STATUS_DUPLICATE && r->dup_partition == call->partition &&
+			r->dup_topic == NULL)
 		{
 			for (int j = 0; j < i; j++)
 			{
@@ -803,6 +882,7 @@ kl_point_at_winners(KlLandCall *call, KlIdentity *ids, int n)
 				{
 					r->dup_partition = ids[j].dup_partition;
 					r->dup_offset = ids[j].dup_offset;
+					r->dup_topic = ids[j].dup_topic;
 					break;
 				}
 			}
@@ -881,6 +961,7 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 			r->status = KL_STATUS_DUPLICATE;
 			r->dup_partition = call->partition;
 			r->dup_offset = recs[entry->index].offset;
+			r->dup_topic = NULL;
 		}
 		else
 		{
@@ -923,7 +1004,8 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 		changed = ids[i].status != recs[i].status ||
 			(ids[i].status == KL_STATUS_DUPLICATE &&
 			 (ids[i].dup_partition != recs[i].dup_partition ||
-			  ids[i].dup_offset != recs[i].dup_offset));
+			  ids[i].dup_offset != recs[i].dup_offset ||
+			  ids[i].dup_topic != recs[i].dup_topic));
 	}
 	kl_identities_apply(ids, n, recs);
 	pfree(ids);
@@ -1103,11 +1185,14 @@ kl_land_range(KlLandCall *call, int64 start, int64 stop)
 	kl_kafka_unassign(call->kk);
 }
 
+static int	kl_start_topic(KlLandCall *call, int t);
+
 /*
  * kl_start_call
  *		Common set-up of land(), replay() and kl_land_to_marks: the source,
- *		the result set (none without fcinfo), the consumer, the topic's
- *		partitions and the cluster id check.  Returns the partition count.
+ *		the result set (none without fcinfo), the consumer, its first topic
+ *		(kl_start_topic) and the cluster id check.  Returns that topic's
+ *		partition count.
  */
 static int
 kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int timeout_ms)
@@ -1116,7 +1201,7 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	char	   *cluster_id;
 	int			nparts;
 
-	call->src = kl_source_lookup(source);
+	call->source = call->src = kl_source_lookup(source);
 	call->timeout_ms = timeout_ms;
 	kl_source_lock(call->src);
 	call->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
@@ -1151,7 +1236,12 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 	kl_sha256_prepare();
 
 	call->kk = kl_kafka_open(call->src->server, KL_CONSUMER, call->src->group_id);
-	nparts = kl_kafka_partition_count(call->kk, call->src->topic, call->deadline);
+	/*
+	 * The first topic's partitions first: its metadata request is what
+	 * brings the cluster id (asked alone, librdkafka waits for a metadata
+	 * refresh of its own, longer than a short timeout).
+	 */
+	nparts = kl_start_topic(call, 0);
 
 	cluster_id = kl_kafka_cluster_id(call->kk, call->deadline);
 	if (call->src->cluster_id == NULL)
@@ -1165,7 +1255,33 @@ kl_start_call(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, int
 						   call->src->source, call->src->cluster_id, cluster_id),
 				 errhint("Point server \"%s\" back at the original cluster, or land the new cluster under a new source.",
 						 call->src->server)));
+	return nparts;
+}
 
+/*
+ * kl_start_topic
+ *		Land the source's topic t from here on: its partitions, and what the
+ *		call keeps per partition.  What it committed and landed on the topic
+ *		before stays in its error messages' progress.  Returns the partition
+ *		count.
+ */
+static int
+kl_start_topic(KlLandCall *call, int t)
+{
+	int			nparts;
+
+	if (call->call_committed != NULL)
+	{
+		if (call->prior_committed.data == NULL)
+		{
+			initStringInfo(&call->prior_committed);
+			initStringInfo(&call->prior_pending);
+		}
+		kl_progress_parts(call, &call->prior_committed, &call->nprior_committed,
+						  &call->prior_pending, &call->nprior_pending);
+	}
+	call->src = kl_source_topic(call->source, t);
+	nparts = kl_kafka_partition_count(call->kk, call->src->topic, call->deadline);
 	call->nparts = nparts;
 	call->call_committed = palloc(sizeof(int64) * nparts);
 	call->pending_batches = palloc0(sizeof(int) * nparts);
@@ -1469,13 +1585,22 @@ kl_land_source(KlLandCall *call, FunctionCallInfo fcinfo, const char *source, in
 	int64	   *committed;
 
 	nparts = kl_start_call(call, fcinfo, source, timeout_ms);
-	committed = palloc(sizeof(int64) * nparts);
-	kl_kafka_committed(call->kk, call->src->topic, nparts, committed, call->deadline);
-	call->low = palloc(sizeof(int64) * nparts);
-	call->high = palloc(sizeof(int64) * nparts);
-	kl_kafka_all_watermarks(call->kk, call->src->topic, nparts, call->low, call->high,
-							call->deadline);
-	kl_land_partitions(call, committed, NULL);
+	for (int t = 0; t < call->source->ntopics; t++)
+	{
+		if (t > 0)
+		{
+			if (call->stop || GetCurrentTimestamp() >= call->deadline)
+				break;
+			nparts = kl_start_topic(call, t);
+		}
+		committed = palloc(sizeof(int64) * nparts);
+		kl_kafka_committed(call->kk, call->src->topic, nparts, committed, call->deadline);
+		call->low = palloc(sizeof(int64) * nparts);
+		call->high = palloc(sizeof(int64) * nparts);
+		kl_kafka_all_watermarks(call->kk, call->src->topic, nparts, call->low, call->high,
+								call->deadline);
+		kl_land_partitions(call, committed, NULL);
+	}
 	kl_kafka_close(call->kk);
 }
 
@@ -1519,6 +1644,39 @@ kafka_lake_land(PG_FUNCTION_ARGS)
 }
 
 /*
+ * kl_grow_marks
+ *		Room in m's arrays for n more slots after base, as a landing up to
+ *		marks starts a topic: nothing landed, nothing reached yet.
+ */
+static void
+kl_grow_marks(KlLandMarks *m, int base, int n)
+{
+	int			total = base + n;
+
+#define KL_GROW(field, type) \
+	m->field = (base == 0) ? palloc(sizeof(type) * Max(total, 1)) : \
+		repalloc(m->field, sizeof(type) * Max(total, 1))
+	KL_GROW(slot_topic, int);
+	KL_GROW(slot_partition, int32);
+	KL_GROW(marks, int64);
+	KL_GROW(low, int64);
+	KL_GROW(high, int64);
+	KL_GROW(committed, int64);
+	KL_GROW(call_committed, int64);
+	KL_GROW(reached, int64);
+	KL_GROW(last_offset, int64);
+	KL_GROW(last_timestamp_ms, int64);
+	KL_GROW(behind, KlBehindReason);
+#undef KL_GROW
+	for (int i = base; i < total; i++)
+	{
+		m->committed[i] = m->call_committed[i] = m->reached[i] = -1;
+		m->last_offset[i] = m->last_timestamp_ms[i] = -1;
+		m->behind[i] = KL_BEHIND_NONE;
+	}
+}
+
+/*
  * kl_land_to_marks
  *		Land a source up to marks, for close_date(): per partition the high
  *		watermark at the call, or (m->by_time) the first offset whose record
@@ -1535,50 +1693,71 @@ kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
 {
 	KlLandCall	call = {0};
 	MemoryContext cxt = CurrentMemoryContext;
-	int64	   *committed;
 	int			n;
+	volatile int base = 0;
+	volatile bool landing = false;
+	int			ntopics;
 
 	call.max_records = PG_INT64_MAX;
 	call.partition = -1;
 	m->partition = -1;
+	m->nparts = 0;
 	PG_TRY();
 	{
 		n = kl_start_call(&call, NULL, source, timeout_ms);
-		m->src = call.src;
-		m->nparts = n;
-		m->call_committed = call.call_committed;
-		m->committed = committed = palloc(sizeof(int64) * n);
-		for (int p = 0; p < n; p++)
-			committed[p] = -1;
-		kl_kafka_committed(call.kk, call.src->topic, n, committed, call.deadline);
-		m->low = call.low = palloc(sizeof(int64) * n);
-		m->high = call.high = palloc(sizeof(int64) * n);
-		kl_kafka_all_watermarks(call.kk, call.src->topic, n, call.low, call.high, call.deadline);
-		m->marks = palloc(sizeof(int64) * n);
-		if (m->by_time)
-			kl_kafka_offsets_for_times(call.kk, call.src->topic, n, m->cutoff_ms, call.low,
-									   call.high, m->marks, call.deadline);
-		else
-			memcpy(m->marks, call.high, sizeof(int64) * n);
-		m->reached = call.reached = palloc(sizeof(int64) * n);
-		m->last_offset = call.last_offset = palloc(sizeof(int64) * n);
-		m->last_timestamp_ms = call.last_timestamp_ms = palloc(sizeof(int64) * n);
-		m->behind = palloc0(sizeof(KlBehindReason) * n);
-		for (int p = 0; p < n; p++)
-			call.reached[p] = call.last_offset[p] = call.last_timestamp_ms[p] = -1;
-		call.marks = m->marks;
-
-		kl_land_partitions(&call, committed, m->behind);
-		for (int p = 0; p < n; p++)
+		m->src = call.source;
+		ntopics = call.source->ntopics;
+		m->topic_base = palloc0(sizeof(int) * (ntopics + 1));
+		for (int t = 0; t < ntopics; t++)
 		{
-			if (call.reached[p] < 0 && m->behind[p] == KL_BEHIND_NONE)
-				m->behind[p] = KL_BEHIND_TIMEOUT;
+			int64	   *committed;
+
+			if (t > 0)
+				n = kl_start_topic(&call, t);
+			m->topic_base[t] = base;
+			m->nparts = base + n;
+			kl_grow_marks(m, base, n);
+			for (int p = 0; p < n; p++)
+			{
+				m->slot_topic[base + p] = t;
+				m->slot_partition[base + p] = p;
+			}
+			committed = m->committed + base;
+			kl_kafka_committed(call.kk, call.src->topic, n, committed, call.deadline);
+			call.low = m->low + base;
+			call.high = m->high + base;
+			kl_kafka_all_watermarks(call.kk, call.src->topic, n, call.low, call.high,
+									call.deadline);
+			if (m->by_time)
+				kl_kafka_offsets_for_times(call.kk, call.src->topic, n, m->cutoff_ms, call.low,
+										   call.high, m->marks + base, call.deadline);
+			else
+				memcpy(m->marks + base, call.high, sizeof(int64) * n);
+			call.reached = m->reached + base;
+			call.last_offset = m->last_offset + base;
+			call.last_timestamp_ms = m->last_timestamp_ms + base;
+			call.marks = m->marks + base;
+			/* the progress of this topic is the certificate's (close.c) */
+			memcpy(m->call_committed + base, call.call_committed, sizeof(int64) * n);
+			call.call_committed = m->call_committed + base;
+
+			landing = true;
+			kl_land_partitions(&call, committed, m->behind + base);
+			landing = false;
+			call.partition = -1;
+			for (int p = 0; p < n; p++)
+			{
+				if (call.reached[p] < 0 && m->behind[base + p] == KL_BEHIND_NONE)
+					m->behind[base + p] = KL_BEHIND_TIMEOUT;
+			}
+			base += n;
 		}
+		m->topic_base[ntopics] = base;
 		kl_kafka_close(call.kk);
 	}
 	PG_CATCH();
 	{
-		m->partition = call.partition;
+		m->partition = (landing && call.partition >= 0) ? base + call.partition : -1;
 		if (call.src != NULL)
 			kl_status_record_error(call.src->source_id, call.partition, cxt);
 		PG_RE_THROW();
@@ -1631,6 +1810,13 @@ kafka_lake_replay(PG_FUNCTION_ARGS)
 	call.is_replay = true;
 	call.max_records = PG_INT64_MAX;
 	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
+	{
+		/* the topic of the partition (one of several: named) */
+		int			t = kl_source_topic_arg(call.source, fcinfo, 5, true)->topic_index;
+
+		if (t != 0)
+			nparts = kl_start_topic(&call, t);
+	}
 	if (p >= nparts)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1708,6 +1894,55 @@ kl_timestamptz_to_ms(TimestampTz t)
 }
 
 /*
+ * kl_replay_topic_by_time
+ *		replay() by time of the current topic: each partition (or only the
+ *		one given, -1: all) from from[p] up to stop[p].
+ */
+static void
+kl_replay_topic_by_time(KlLandCall *vcall, int32 only, const int64 *committed,
+						const int64 *from, const int64 *stop, TimestampTz from_time,
+						TimestampTz to_time, MemoryContext cxt)
+{
+	PG_TRY();
+	{
+		for (int p = 0; p < vcall->nparts; p++)
+		{
+			if (only >= 0 && p != only)
+				continue;
+			vcall->partition = p;
+			vcall->committed = committed[p] >= 0 ? committed[p] : -1;
+			if (!kl_try_lock_partition(vcall->src, p))
+			{
+				kl_emit_simple(vcall, "locked", vcall->committed);
+				continue;
+			}
+			kl_recover_partition(vcall->src, p, NULL, NULL);
+			vcall->polled_records = vcall->landed_records = vcall->reused_records = 0;
+			if (from[p] < stop[p])
+				kl_land_range(vcall, from[p], stop[p]);
+			if (vcall->stop)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("replay of partition %d from %s to %s did not finish within the timeout",
+								p, timestamptz_to_str(from_time), timestamptz_to_str(to_time)),
+						 errdetail("It was to read offsets %lld to %lld.",
+								   (long long) from[p], (long long) (stop[p] - 1)),
+						 errhint("Call it again with a longer timeout; what it landed stays durable and is reused.")));
+			if (vcall->polled_records == 0)
+				kl_emit_simple(vcall, "empty", vcall->committed);
+			else
+				kl_catalog_record_replay(vcall->src, p, from[p], stop[p] - 1, vcall->polled_records,
+										 vcall->landed_records, vcall->reused_records);
+		}
+	}
+	PG_CATCH();
+	{
+		kl_rethrow_with_progress(vcall, cxt);
+	}
+	PG_END_TRY();
+}
+
+/*
  * kafka_lake_replay_by_time
  *		replay(source, from_time, to_time, partition, timeout): per
  *		partition (all, or the one given), the records whose timestamps lie
@@ -1769,61 +2004,40 @@ kafka_lake_replay_by_time(PG_FUNCTION_ARGS)
 	call.is_replay = true;
 	call.max_records = PG_INT64_MAX;
 	nparts = kl_start_call(&call, fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), timeout_ms);
-	if (only >= nparts)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("partition %d does not exist: topic \"%s\" has %d partitions",
-						only, call.src->topic, nparts)));
-	committed = palloc(sizeof(int64) * nparts);
-	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, call.deadline);
-	call.low = palloc(sizeof(int64) * nparts);
-	call.high = palloc(sizeof(int64) * nparts);
-	kl_kafka_all_watermarks(call.kk, call.src->topic, nparts, call.low, call.high,
-							call.deadline);
-	from = palloc(sizeof(int64) * nparts);
-	stop = palloc(sizeof(int64) * nparts);
-	kl_kafka_offsets_for_times(call.kk, call.src->topic, nparts, from_ms, call.low, call.high,
-							   from, call.deadline);
-	kl_kafka_offsets_for_times(call.kk, call.src->topic, nparts, to_ms, call.low, call.high,
-							   stop, call.deadline);
+	if (only >= 0)
+	{
+		/* a partition that none of the source's topics has */
+		bool		exists = only < nparts;
 
-	PG_TRY();
-	{
-		for (int p = 0; p < nparts; p++)
-		{
-			if (only >= 0 && p != only)
-				continue;
-			call.partition = p;
-			call.committed = committed[p] >= 0 ? committed[p] : -1;
-			if (!kl_try_lock_partition(call.src, p))
-			{
-				kl_emit_simple(&call, "locked", call.committed);
-				continue;
-			}
-			kl_recover_partition(call.src, p, NULL, NULL);
-			call.polled_records = call.landed_records = call.reused_records = 0;
-			if (from[p] < stop[p])
-				kl_land_range(&call, from[p], stop[p]);
-			if (call.stop)
-				ereport(ERROR,
-						(errcode(ERRCODE_QUERY_CANCELED),
-						 errmsg("replay of partition %d from %s to %s did not finish within the timeout",
-								p, timestamptz_to_str(from_time), timestamptz_to_str(to_time)),
-						 errdetail("It was to read offsets %lld to %lld.",
-								   (long long) from[p], (long long) (stop[p] - 1)),
-						 errhint("Call it again with a longer timeout; what it landed stays durable and is reused.")));
-			if (call.polled_records == 0)
-				kl_emit_simple(&call, "empty", call.committed);
-			else
-				kl_catalog_record_replay(call.src, p, from[p], stop[p] - 1, call.polled_records,
-										 call.landed_records, call.reused_records);
-		}
+		for (int t = 1; t < call.source->ntopics && !exists; t++)
+			exists = only < kl_kafka_partition_count(call.kk, call.source->topics[t],
+													 call.deadline);
+		if (!exists)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d does not exist: topic \"%s\" has %d partitions",
+							only, call.src->topic, nparts)));
 	}
-	PG_CATCH();
+	for (int t = 0; t < call.source->ntopics; t++)
 	{
-		kl_rethrow_with_progress(&call, cxt);
+		if (t > 0)
+			nparts = kl_start_topic(&call, t);
+		if (only >= nparts)
+			continue;
+		committed = palloc(sizeof(int64) * nparts);
+		kl_kafka_committed(call.kk, call.src->topic, nparts, committed, call.deadline);
+		call.low = palloc(sizeof(int64) * nparts);
+		call.high = palloc(sizeof(int64) * nparts);
+		kl_kafka_all_watermarks(call.kk, call.src->topic, nparts, call.low, call.high,
+								call.deadline);
+		from = palloc(sizeof(int64) * nparts);
+		stop = palloc(sizeof(int64) * nparts);
+		kl_kafka_offsets_for_times(call.kk, call.src->topic, nparts, from_ms, call.low, call.high,
+								   from, call.deadline);
+		kl_kafka_offsets_for_times(call.kk, call.src->topic, nparts, to_ms, call.low, call.high,
+								   stop, call.deadline);
+		kl_replay_topic_by_time(&call, only, committed, from, stop, from_time, to_time, cxt);
 	}
-	PG_END_TRY();
 
 	kl_kafka_close(call.kk);
 	return (Datum) 0;

@@ -32,7 +32,14 @@ typedef struct KlLandMarks
 	int64		cutoff_ms;		/* a record timestamp, Unix milliseconds */
 	/* out */
 	KlSource   *src;			/* the source, looked up by the call */
-	int			nparts;			/* partitions of the topic at the call */
+	/*
+	 * The arrays below have one slot per partition of every topic of the
+	 * source at the call: topic t's partition p is slot topic_base[t] + p.
+	 */
+	int			nparts;			/* slots */
+	int		   *topic_base;		/* per topic, and [ntopics] = nparts */
+	int		   *slot_topic;		/* per slot: its topic's index */
+	int32	   *slot_partition; /* per slot: its partition */
 	int64	   *marks;			/* per partition: exclusive end of what must land */
 	int64	   *low;			/* the watermarks read at the call */
 	int64	   *high;
@@ -46,7 +53,8 @@ typedef struct KlLandMarks
 								 * polled (below the mark), -1: none */
 	int64	   *last_timestamp_ms;	/* its timestamp, -1: none */
 	KlBehindReason *behind;		/* per partition */
-	int32		partition;		/* being landed when an error came, -1: none */
+	int32		partition;		/* slot being landed when an error came, -1:
+								 * none */
 } KlLandMarks;
 
 extern void kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m);

@@ -120,6 +120,35 @@ kl_partition_dir(KlSource *src, int32 partition)
 }
 
 /*
+ * kl_staging_marker
+ *		What the name of a staging directory of a partition of the source's
+ *		topic carries, between the batch id and a random part: "-p<p>-" on
+ *		its first topic, "-p<p>~<i>-" on its i-th (so that recovering
+ *		partition 0 of one topic never removes what a session is writing for
+ *		partition 0 of another).
+ */
+char *
+kl_staging_marker(const KlSource *src, int32 partition)
+{
+	if (src->topic_index == 0)
+		return psprintf("-p%d-", partition);
+	return psprintf("-p%d~%d-", partition, src->topic_index);
+}
+
+/*
+ * kl_batch_partition_dir
+ *		The directory of the partition that holds a batch, of whichever of
+ *		the source's topics the batch is (a batch read from the catalog or
+ *		a manifest knows its topic).
+ */
+char *
+kl_batch_partition_dir(KlSource *src, const KlBatch *b)
+{
+	return psprintf("%s/topic=%s/partition=%d", src->dir, b->topic ? b->topic : src->topic,
+					b->partition);
+}
+
+/*
  * kl_make_dirs
  *		mkdir -p, fsyncing each parent whose entries changed.
  */
@@ -657,7 +686,8 @@ kl_disk_partitions(KlSource *src)
 		const char *name = lfirst(cell);
 		const char *mark = strstr(name + KL_BATCH_ID_LEN, "-p");
 
-		if (mark)
+		/* of this topic */
+		if (mark && strstr(name, kl_staging_marker(src, atoi(mark + 2))) != NULL)
 			result = list_append_unique_int(result, atoi(mark + 2));
 	}
 	return result;
@@ -929,8 +959,8 @@ kl_unit_begin(KlSource *src, int32 partition, KlRecord *recs, int n, const char 
 	u->final = psprintf("%s/%s%s", u->part_dir, KL_BATCH_DIR_PREFIX(out), out->batch_id);
 	kl_random_hex(rnd);
 	/* staging names start with batch= whatever the kind (recover.c removes them) */
-	u->staging = psprintf("%s/batch=%s-p%d-%s%s", u->staging_root, out->batch_id, partition, rnd,
-						  out->readmit ? "-readmit" : "");
+	u->staging = psprintf("%s/batch=%s%s%s%s", u->staging_root, out->batch_id,
+						  kl_staging_marker(src, partition), rnd, out->readmit ? "-readmit" : "");
 	if (mkdir(u->staging, pg_dir_create_mode) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -1292,7 +1322,8 @@ kl_batch_writer_new(KlSource *src, int32 partition, const char *batch_id)
 	w->part_dir = kl_partition_dir(src, partition);
 	w->final = psprintf("%s/batch=%s", w->part_dir, batch_id);
 	kl_random_hex(rnd);
-	w->staging = psprintf("%s/batch=%s-p%d-%s", w->staging_root, batch_id, partition, rnd);
+	w->staging = psprintf("%s/batch=%s%s%s", w->staging_root, batch_id,
+						  kl_staging_marker(src, partition), rnd);
 	for (int i = 0; i <= KL_NFILES; i++)
 		w->files[i].fd = -1;
 	strlcpy(w->named.batch_id, batch_id, sizeof(w->named.batch_id));

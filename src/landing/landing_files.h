@@ -36,6 +36,8 @@ typedef struct KlBatchWriter KlBatchWriter;
 
 extern char *kl_landing_root(void);
 extern char *kl_partition_dir(KlSource *src, int32 partition);
+extern char *kl_batch_partition_dir(KlSource *src, const KlBatch *b);
+extern char *kl_staging_marker(const KlSource *src, int32 partition);
 extern void kl_make_dirs(const char *path);
 extern bool kl_source_dir_is_ours(const char *dir);
 extern void kl_claim_source_dir(const char *dir, const char *source);

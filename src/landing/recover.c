@@ -740,6 +740,7 @@ kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplesto
 		/* its batch, with these records still quarantined */
 		kl_bounds_init(&bounds);
 		bounds.partition_lo = bounds.partition_hi = partition;
+		bounds.topic = src->topic;
 		bounds.batch_id = u.readmit_of;
 		orig = kl_catalog_scan_batches(src, &bounds, KL_BATCH_WANT_FINGERPRINTS, &total);
 		if (orig != NIL)
@@ -832,7 +833,7 @@ kl_recover_partition(KlSource *src, int32 partition, Tuplestorestate *out, Tuple
 {
 	char	   *part_dir = kl_partition_dir(src, partition);
 	char	   *staging_root = psprintf("%s/.staging", src->dir);
-	char	   *marker = psprintf("-p%d-", partition);
+	char	   *marker = kl_staging_marker(src, partition);
 	List	   *on_disk;
 	List	   *known;
 	List	   *unknown = NIL;
@@ -918,6 +919,7 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 
 	kl_bounds_init(&bounds);
 	bounds.partition_lo = bounds.partition_hi = partition;
+	bounds.topic = src->topic;
 	foreach(cell, kl_catalog_scan_batches(src, &bounds, 0, &total))
 	{
 		KlBatch    *b = lfirst(cell);
@@ -1012,31 +1014,36 @@ Datum
 kafka_lake_recover(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KlSource   *src = kl_source_arg(fcinfo, 0);
-	List	   *partitions;
-	ListCell   *cell;
+	KlSource   *source = kl_source_arg(fcinfo, 0);
 
-	kl_source_lock(src);
+	kl_source_lock(source);
 	kl_init_materialized_srf(fcinfo);
-	partitions = kl_disk_partitions(src);
-	foreach(cell, kl_catalog_partitions(src))
-		partitions = list_append_unique_int(partitions, lfirst_int(cell));
-	list_sort(partitions, list_int_cmp);
-	foreach(cell, partitions)
+	for (int t = 0; t < source->ntopics; t++)
 	{
-		int32		p = lfirst_int(cell);
+		KlSource   *src = kl_source_topic(source, t);
+		List	   *partitions;
+		ListCell   *cell;
 
-		if (!kl_try_lock_partition(src, p))
+		partitions = kl_disk_partitions(src);
+		foreach(cell, kl_catalog_partitions(src))
+			partitions = list_append_unique_int(partitions, lfirst_int(cell));
+		list_sort(partitions, list_int_cmp);
+		foreach(cell, partitions)
 		{
-			kl_emit_recover_row(rsinfo->setResult, rsinfo->setDesc, "skipped_locked",
-								src, p, NULL, "another session is landing this partition");
-			continue;
+			int32		p = lfirst_int(cell);
+
+			if (!kl_try_lock_partition(src, p))
+			{
+				kl_emit_recover_row(rsinfo->setResult, rsinfo->setDesc, "skipped_locked",
+									src, p, NULL, "another session is landing this partition");
+				continue;
+			}
+			kl_check_known_batches(src, p, rsinfo->setResult, rsinfo->setDesc);
+			kl_recover_partition(src, p, rsinfo->setResult, rsinfo->setDesc);
 		}
-		kl_check_known_batches(src, p, rsinfo->setResult, rsinfo->setDesc);
-		kl_recover_partition(src, p, rsinfo->setResult, rsinfo->setDesc);
 	}
 	/* the exclusion units a killed exclude() left (exclusion_files.c) */
-	kl_recover_exclusions(src, rsinfo->setResult, rsinfo->setDesc);
+	kl_recover_exclusions(source, rsinfo->setResult, rsinfo->setDesc);
 	return (Datum) 0;
 }
 

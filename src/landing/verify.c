@@ -119,6 +119,7 @@ kl_letter_at(KlSource *src, int32 partition, int64 offset, char letter, char *fo
 	*found = '\0';
 	kl_bounds_init(&bounds);
 	bounds.partition_lo = bounds.partition_hi = partition;
+	bounds.topic = src->topic;
 	bounds.offset_lo = bounds.offset_hi = offset;
 	foreach(cell, kl_catalog_scan_batches(src, &bounds, 0, &total))
 	{
@@ -335,6 +336,54 @@ kl_verify_unknown(ReturnSetInfo *rsinfo, KlSource *src, int32 partition, const c
 }
 
 /*
+ * kl_verify_disk
+ *		verify() of what is on disk but not in the catalog (known_dirs: the
+ *		catalog's batch directories), for one topic of the source.
+ */
+static void
+kl_verify_disk(ReturnSetInfo *rsinfo, KlSource *src, List *known_dirs)
+{
+	ListCell   *cell;
+
+	foreach(cell, kl_disk_partitions(src))
+	{
+		int32		p = lfirst_int(cell);
+		char	   *part_dir = kl_partition_dir(src, p);
+		ListCell   *dc;
+		char	   *marker = kl_staging_marker(src, p);
+		List	   *replaced = kl_catalog_replaced_batches(src, p);
+
+		/* batches, and readmit units (readmit.c) */
+		foreach(dc, list_concat(kl_list_dir(part_dir, "batch="), kl_list_dir(part_dir, "readmit=")))
+		{
+			char	   *dir = psprintf("%s/%s", part_dir, (char *) lfirst(dc));
+			bool		found = false;
+			ListCell   *kc;
+
+			CHECK_FOR_INTERRUPTS();
+			foreach(kc, known_dirs)
+			{
+				if (strcmp((char *) lfirst(kc), dir) == 0)
+				{
+					found = true;
+					break;
+				}
+			}
+			if (!found)
+				kl_verify_unknown(rsinfo, src, p, part_dir, (char *) lfirst(dc), replaced);
+		}
+		foreach(dc, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
+		{
+			if (strstr((char *) lfirst(dc), marker))
+				kl_emit_verify_row(rsinfo, NULL, src, p, (char *) lfirst(dc), "abandoned_staging",
+								   "an unfinished batch",
+								   psprintf("Run kafka_lake.recover('%s'): it removes the unfinished batches of partitions no session is landing.",
+											src->source));
+		}
+	}
+}
+
+/*
  * kl_verify
  *		verify(source): re-read every batch and compare it with its manifest
  *		and the catalog; one row per problem, each with what to do.
@@ -343,7 +392,8 @@ static Datum
 kl_verify(FunctionCallInfo fcinfo)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KlSource   *src = kl_source_arg(fcinfo, 0);
+	KlSource   *source = kl_source_arg(fcinfo, 0);
+	KlSource   *src = source;
 	MemoryContext per_batch;
 	KlBounds	bounds;
 	int64		total;
@@ -364,7 +414,8 @@ kl_verify(FunctionCallInfo fcinfo)
 	foreach(cell, batches)
 	{
 		KlBatch *cat = lfirst(cell);
-		char	   *dir = psprintf("%s/%s%s", kl_partition_dir(src, cat->partition),
+		KlSource   *src = kl_source_topic(source, Max(cat->topic_index, 0));
+		char	   *dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, cat),
 								   KL_BATCH_DIR_PREFIX(cat), cat->batch_id);
 		MemoryContext old;
 		struct stat st;
@@ -504,45 +555,11 @@ kl_verify(FunctionCallInfo fcinfo)
 		MemoryContextSwitchTo(old);
 	}
 
-	/* what is on disk but not in the catalog */
-	foreach(cell, kl_disk_partitions(src))
-	{
-		int32		p = lfirst_int(cell);
-		char	   *part_dir = kl_partition_dir(src, p);
-		ListCell   *dc;
-		char	   *marker = psprintf("-p%d-", p);
-		List	   *replaced = kl_catalog_replaced_batches(src, p);
-
-		/* batches, and readmit units (readmit.c) */
-		foreach(dc, list_concat(kl_list_dir(part_dir, "batch="), kl_list_dir(part_dir, "readmit=")))
-		{
-			char	   *dir = psprintf("%s/%s", part_dir, (char *) lfirst(dc));
-			bool		found = false;
-			ListCell   *kc;
-
-			CHECK_FOR_INTERRUPTS();
-			foreach(kc, known_dirs)
-			{
-				if (strcmp((char *) lfirst(kc), dir) == 0)
-				{
-					found = true;
-					break;
-				}
-			}
-			if (!found)
-				kl_verify_unknown(rsinfo, src, p, part_dir, (char *) lfirst(dc), replaced);
-		}
-		foreach(dc, kl_list_dir(psprintf("%s/.staging", src->dir), "batch="))
-		{
-			if (strstr((char *) lfirst(dc), marker))
-				kl_emit_verify_row(rsinfo, NULL, src, p, (char *) lfirst(dc), "abandoned_staging",
-								   "an unfinished batch",
-								   psprintf("Run kafka_lake.recover('%s'): it removes the unfinished batches of partitions no session is landing.",
-											src->source));
-		}
-	}
+	/* what is on disk but not in the catalog, topic by topic */
+	for (int t = 0; t < source->ntopics; t++)
+		kl_verify_disk(rsinfo, kl_source_topic(source, t), known_dirs);
 	if (kl_catalog_has_exclusions())
-		kl_verify_exclusions(rsinfo, src);
+		kl_verify_exclusions(rsinfo, source);
 	return (Datum) 0;
 }
 

@@ -221,7 +221,7 @@ kl_compact_read_batch(KlCompactCall *call, KlBatchWriter *w, const KlBatch *b,
 					  KlRecord *recs, bool *first_entry)
 {
 	KlSource   *src = call->src;
-	char	   *dir = psprintf("%s/batch=%s", kl_partition_dir(src, b->partition), b->batch_id);
+	char	   *dir = psprintf("%s/batch=%s", kl_batch_partition_dir(src, b), b->batch_id);
 	char	   *path = psprintf("%s/manifest.json", dir);
 	const char *not_regular;
 	size_t		len;
@@ -459,6 +459,7 @@ kl_compact_partition(KlCompactCall *call, int32 partition)
 	kl_recover_partition(call->src, partition, NULL, NULL);
 	kl_bounds_init(&bounds);
 	bounds.partition_lo = bounds.partition_hi = partition;
+	bounds.topic = call->src->topic;
 	if (call->by_date)
 		bounds.date_lo = bounds.date_hi = call->date;
 	batches = kl_catalog_scan_batches(call->src, &bounds,
@@ -511,6 +512,7 @@ kafka_lake_compact(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KlCompactCall call = {0};
+	KlSource   *source;
 	List	   *partitions;
 	ListCell   *cell;
 
@@ -543,39 +545,42 @@ kafka_lake_compact(PG_FUNCTION_ARGS)
 	call.out = rsinfo->setResult;
 	call.desc = rsinfo->setDesc;
 
-	if (!PG_ARGISNULL(1))
-	{
-		int32		p = PG_GETARG_INT32(1);
+	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition must not be negative")));
 
-		if (p < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("partition must not be negative")));
-		partitions = list_make1_int(p);
-	}
-	else
+	/* topic by topic: the partition given, of each, or every partition */
+	source = call.src;
+	for (int t = 0; t < source->ntopics; t++)
 	{
-		partitions = kl_catalog_partitions(call.src);
-		list_sort(partitions, list_int_cmp);
-	}
-
-	foreach(cell, partitions)
-	{
-		int32		p = lfirst_int(cell);
-
-		if (!kl_try_lock_partition(call.src, p))
+		call.src = kl_source_topic(source, t);
+		if (!PG_ARGISNULL(1))
+			partitions = list_make1_int(PG_GETARG_INT32(1));
+		else
 		{
-			Datum		values[9] = {0};
-			bool		nulls[9] = {0};
-
-			values[0] = CStringGetTextDatum(call.src->topic);
-			values[1] = Int32GetDatum(p);
-			values[3] = CStringGetTextDatum("locked");
-			nulls[2] = nulls[4] = nulls[5] = nulls[6] = nulls[7] = nulls[8] = true;
-			tuplestore_putvalues(call.out, call.desc, values, nulls);
-			continue;
+			partitions = kl_catalog_partitions(call.src);
+			list_sort(partitions, list_int_cmp);
 		}
-		kl_compact_partition(&call, p);
+
+		foreach(cell, partitions)
+		{
+			int32		p = lfirst_int(cell);
+
+			if (!kl_try_lock_partition(call.src, p))
+			{
+				Datum		values[9] = {0};
+				bool		nulls[9] = {0};
+
+				values[0] = CStringGetTextDatum(call.src->topic);
+				values[1] = Int32GetDatum(p);
+				values[3] = CStringGetTextDatum("locked");
+				nulls[2] = nulls[4] = nulls[5] = nulls[6] = nulls[7] = nulls[8] = true;
+				tuplestore_putvalues(call.out, call.desc, values, nulls);
+				continue;
+			}
+			kl_compact_partition(&call, p);
+		}
 	}
 	return (Datum) 0;
 }

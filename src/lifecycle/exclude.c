@@ -12,8 +12,10 @@
  * lands as duplicate_event_id.  exclude() sets the accepted record aside:
  * its status letter in kafka_lake.coordinates becomes 'X' (accepted on
  * disk, excluded for readers), and its event_id's accepted record becomes
- *	- the earliest duplicate with that event_id, by (partition, offset),
- *	  whose batch is not expired and that no exclusion in effect names:
+ *	- the earliest duplicate with that event_id, by (partition, offset), of
+ *	  the record's own topic (a source of several topics: an exclusion unit
+ *	  changes the records of one topic), whose batch is not expired and that
+ *	  no exclusion in effect names:
  *	  its letter becomes 'P' (a duplicate on disk, accepted for readers:
  *	  its line stays in its batch's duplicates.jsonl);
  *	- or none: accepted_events no longer holds the event_id, so a record
@@ -97,7 +99,8 @@ typedef struct KlFoundRecord
 /* One call */
 typedef struct KlExcludeCall
 {
-	KlSource   *src;
+	KlSource   *source;			/* the source, every topic */
+	KlSource   *src;			/* on the topic of the record named */
 	bool		undo;
 	Tuplestorestate *out;
 	TupleDesc	desc;
@@ -191,7 +194,7 @@ kl_exclude_own_partition(KlExcludeCall *xc, int32 partition)
 static char *
 kl_manifest_event_id(KlSource *src, const KlBatch *b, int64 offset, const uint8 *fingerprint)
 {
-	char	   *dir = psprintf("%s/%s%s", kl_partition_dir(src, b->partition),
+	char	   *dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b),
 							   KL_BATCH_DIR_PREFIX(b), b->batch_id);
 	KlBatch		mb;
 	KlRecord   *recs;
@@ -233,6 +236,7 @@ kl_find_record(KlExcludeCall *xc, int32 partition, int64 offset, const char *let
 	*any_letter = '\0';
 	kl_bounds_init(&bounds);
 	bounds.partition_lo = bounds.partition_hi = partition;
+	bounds.topic = xc->src->topic;
 	bounds.offset_lo = bounds.offset_hi = offset;
 	foreach(cell, kl_catalog_scan_batches(xc->src, &bounds, KL_BATCH_WANT_FINGERPRINTS, &total))
 	{
@@ -276,7 +280,8 @@ kl_active_exclusion(KlExcludeCall *xc, int32 partition, int64 offset, const char
 		if (x->undo || x->undone)
 			continue;
 		if (partition >= 0 ?
-			(x->changes[0].partition == partition && x->changes[0].offset == offset) :
+			(x->changes[0].partition == partition && x->changes[0].offset == offset &&
+			 strcmp(x->topic, xc->src->topic) == 0) :
 			(x->event_id != NULL && strcmp(x->event_id, event_id) == 0))
 			found = x;
 	}
@@ -303,6 +308,7 @@ kl_find_promotion(KlExcludeCall *xc, const char *event_id, const KlFoundRecord *
 	size_t		idlen = strlen(event_id);
 
 	kl_bounds_init(&bounds);
+	bounds.topic = xc->src->topic;
 	bounds.files[KL_FILE_ACCEPTED] = false;
 	bounds.files[KL_FILE_QUARANTINE] = false;
 	bounds.excluded = false;
@@ -317,7 +323,7 @@ kl_find_promotion(KlExcludeCall *xc, const char *event_id, const KlFoundRecord *
 		CHECK_FOR_INTERRUPTS();
 		if (b->expired || b->counts[KL_FILE_DUPLICATES] == 0)
 			continue;
-		dir = psprintf("%s/%s%s", kl_partition_dir(xc->src, b->partition),
+		dir = psprintf("%s/%s%s", kl_batch_partition_dir(xc->src, b),
 					   KL_BATCH_DIR_PREFIX(b), b->batch_id);
 		kl_read_manifest(dir, &mb, &recs, &n);
 		for (int i = 0; i < n; i++)
@@ -462,15 +468,17 @@ static void
 kl_exclude_record(KlExcludeCall *xc, KlFoundRecord *r, KlExclusion *x)
 {
 	KlFoundRecord promoted;
+	int			holder_topic;
 
 	kl_set_change(&x->changes[0], r,
 				  r->letter == KL_STATUS_PROMOTED ? KL_STATUS_DUPLICATE : KL_STATUS_EXCLUDED);
 	x->nchanges = 1;
 	if (r->event_id == NULL)
 		return;
-	x->has_before = kl_catalog_event_holder(xc->src, r->event_id, &x->before_partition,
-											&x->before_offset);
-	if (!x->has_before || x->before_partition != r->partition || x->before_offset != r->offset)
+	x->has_before = kl_catalog_event_holder(xc->src, r->event_id, &holder_topic,
+											&x->before_partition, &x->before_offset);
+	if (!x->has_before || holder_topic != xc->src->topic_index ||
+		x->before_partition != r->partition || x->before_offset != r->offset)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("kafka_lake.accepted_events does not hold event_id \"%s\" of source \"%s\" at its accepted record",
@@ -494,19 +502,33 @@ kl_exclude_record(KlExcludeCall *xc, KlFoundRecord *r, KlExclusion *x)
 static void
 kl_unexclude_record(KlExcludeCall *xc, KlFoundRecord *r, const KlExclusion *u, KlExclusion *x)
 {
+	int			holder_topic;
+
 	/* the letter it had before u */
 	kl_set_change(&x->changes[0], r, u->changes[0].from);
 	x->nchanges = 1;
 	x->undoes = pstrdup(u->exclusion_id);
 	if (r->event_id == NULL)
 		return;
-	x->has_before = kl_catalog_event_holder(xc->src, r->event_id, &x->before_partition,
-											&x->before_offset);
+	x->has_before = kl_catalog_event_holder(xc->src, r->event_id, &holder_topic,
+											&x->before_partition, &x->before_offset);
 	if (x->has_before)
 	{
 		KlFoundRecord holder;
 		char		letter;
 
+		/* held on another topic: by a record that landed after the release */
+		if (holder_topic != xc->src->topic_index)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("event_id \"%s\" of source \"%s\" is accepted by another record since it was excluded",
+							r->event_id, xc->src->source),
+					 errdetail("The record at partition %d offset %lld of topic \"%s\" holds it; it landed after the exclusion released the event_id.",
+							   x->before_partition, (long long) x->before_offset,
+							   holder_topic >= 0 ? xc->src->topics[holder_topic] : "?"),
+					 errhint("Exclude that record first: kafka_lake.exclude('%s', \"partition\" => %d, \"offset\" => %lld, topic => '%s', reason => '...').",
+							 xc->src->source, x->before_partition, (long long) x->before_offset,
+							 holder_topic >= 0 ? xc->src->topics[holder_topic] : "?")));
 		kl_exclude_own_partition(xc, x->before_partition);
 		if (!kl_find_record(xc, x->before_partition, x->before_offset, "P", &holder, &letter))
 			ereport(ERROR,
@@ -523,6 +545,25 @@ kl_unexclude_record(KlExcludeCall *xc, KlFoundRecord *r, const KlExclusion *u, K
 	x->has_after = true;
 	x->after_partition = r->partition;
 	x->after_offset = r->offset;
+}
+
+/*
+ * kl_exclude_topic
+ *		The source on the topic an exclusion unit names (its records are of
+ *		that topic).
+ */
+static KlSource *
+kl_exclude_topic(KlExcludeCall *xc, const char *topic)
+{
+	int			t = kl_source_topic_index(xc->source, topic);
+
+	if (t < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("an exclusion of source \"%s\" names topic \"%s\", which the source does not land",
+						xc->source->source, topic),
+				 errhint("Run kafka_lake.verify('%s').", xc->source->source)));
+	return kl_source_topic(xc->source, t);
 }
 
 /*
@@ -551,6 +592,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 	KlExclusion x;
 	KlFoundRecord r;
 	KlExclusion *active = NULL;
+	int			topic;
 	int32		partition;
 	int64		offset;
 	char		letter;
@@ -562,7 +604,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("this database's kafka_lake catalog has no exclusions"),
 				 errhint("Run ALTER EXTENSION kafka_lake UPDATE first.")));
-	xc.src = kl_source_arg(fcinfo, 0);
+	xc.source = xc.src = kl_source_arg(fcinfo, 0);
 	xc.undo = undo;
 	kl_source_lock(xc.src);
 	kl_init_materialized_srf(fcinfo);
@@ -570,9 +612,9 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 	xc.desc = rsinfo->setDesc;
 
 	/* one excluder of the source at a time; what a crash left first */
-	kl_recover_exclusions(xc.src, NULL, NULL);
+	kl_recover_exclusions(xc.source, NULL, NULL);
 	kl_exclude_fresh_snapshot(&xc);
-	xc.exclusions = kl_catalog_exclusions(xc.src);
+	xc.exclusions = kl_catalog_exclusions(xc.source);
 
 	/* the coordinate of the record named */
 	if (!PG_ARGISNULL(1))
@@ -588,10 +630,13 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 						 errmsg("no exclusion of event_id \"%s\" of source \"%s\" is in effect",
 								event_id, xc.src->source),
 						 errhint("kafka_lake.exclusions lists the exclusions and what undid them.")));
+			xc.src = kl_exclude_topic(&xc, active->topic);
 			partition = active->changes[0].partition;
 			offset = active->changes[0].offset;
 		}
-		else if (!kl_catalog_event_holder(xc.src, event_id, &partition, &offset))
+		else if (kl_catalog_event_holder(xc.source, event_id, &topic, &partition, &offset))
+			xc.src = kl_source_topic(xc.source, Max(topic, 0));
+		else
 		{
 			active = kl_active_exclusion(&xc, -1, 0, event_id);
 			if (active == NULL)
@@ -601,6 +646,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 								xc.src->source, event_id),
 						 errhint("kafka_lake.%s lists the accepted records.",
 								 quote_identifier(psprintf("%s_records", xc.src->source)))));
+			xc.src = kl_exclude_topic(&xc, active->topic);
 			memset(&r, 0, sizeof(r));
 			r.partition = active->changes[0].partition;
 			r.offset = active->changes[0].offset;
@@ -614,6 +660,7 @@ kl_exclude_call(FunctionCallInfo fcinfo, bool undo)
 	{
 		partition = PG_GETARG_INT32(2);
 		offset = PG_GETARG_INT64(3);
+		xc.src = kl_source_topic_arg(xc.source, fcinfo, 5, true);
 	}
 
 	kl_exclude_own_partition(&xc, partition);

@@ -136,7 +136,7 @@ kl_expire_limit(FunctionCallInfo fcinfo)
 static bool
 kl_expire_batch(KlSource *src, const KlBatch *b, TimestampTz now)
 {
-	char	   *dir = psprintf("%s/%s%s", kl_partition_dir(src, b->partition),
+	char	   *dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b),
 							   KL_BATCH_DIR_PREFIX(b), b->batch_id);
 	struct stat st;
 
@@ -167,63 +167,67 @@ Datum
 kafka_lake_expire(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	KlSource   *src;
+	KlSource   *source;
 	DateADT		limit;
 	bool		closed_only = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	List	   *partitions;
-	ListCell   *cell;
 
 	/* the arguments first, then the source */
 	kl_check_not_null(fcinfo, 0, "source", NULL);
 	limit = kl_expire_limit(fcinfo);
-	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	source = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 
-	kl_source_lock(src);
+	kl_source_lock(source);
 	kl_init_materialized_srf(fcinfo);
-	partitions = kl_catalog_partitions(src);
-	list_sort(partitions, list_int_cmp);
-	foreach(cell, partitions)
+	for (int t = 0; t < source->ntopics; t++)
 	{
-		int32		p = lfirst_int(cell);
-		ListCell   *bc;
-		Datum		values[8] = {0};
-		bool		nulls[8] = {0};
-		char		kept[KL_BATCH_ID_LEN + 1] = "";
+		KlSource   *src = kl_source_topic(source, t);
+		List	   *partitions = kl_catalog_partitions(src);
+		ListCell   *cell;
 
-		values[0] = CStringGetTextDatum(src->topic);
-		values[1] = Int32GetDatum(p);
-		if (!kl_try_lock_partition(src, p))
+		list_sort(partitions, list_int_cmp);
+		foreach(cell, partitions)
 		{
-			values[3] = CStringGetTextDatum("locked");
-			nulls[2] = nulls[4] = nulls[5] = nulls[6] = nulls[7] = true;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-			continue;
-		}
-		kl_recover_partition(src, p, NULL, NULL);
-		foreach(bc, kl_catalog_expirable(src, p, limit, closed_only))
-		{
-			KlBatch    *b = lfirst(bc);
+			int32		p = lfirst_int(cell);
+			ListCell   *bc;
+			Datum		values[8] = {0};
+			bool		nulls[8] = {0};
+			char		kept[KL_BATCH_ID_LEN + 1] = "";
 
-			CHECK_FOR_INTERRUPTS();
-			/* the units of a batch that did not expire stay with it */
-			if (b->readmit && strcmp(b->readmit_of, kept) == 0)
-				continue;
-			if (!kl_expire_batch(src, b, now))
+			values[0] = CStringGetTextDatum(src->topic);
+			values[1] = Int32GetDatum(p);
+			if (!kl_try_lock_partition(src, p))
 			{
-				if (!b->readmit)
-					strlcpy(kept, b->batch_id, sizeof(kept));
+				values[3] = CStringGetTextDatum("locked");
+				nulls[2] = nulls[4] = nulls[5] = nulls[6] = nulls[7] = true;
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 				continue;
 			}
-			memset(nulls, 0, sizeof(nulls));
-			values[2] = CStringGetTextDatum(b->batch_id);
-			values[3] = CStringGetTextDatum("expired");
-			values[4] = Int32GetDatum(b->record_count);
-			values[5] = DateADTGetDatum(b->min_date);
-			values[6] = DateADTGetDatum(b->max_date);
-			nulls[5] = nulls[6] = !b->has_dates;
-			values[7] = Int64GetDatum(b->files[0].bytes + b->files[1].bytes + b->files[2].bytes);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			kl_recover_partition(src, p, NULL, NULL);
+			foreach(bc, kl_catalog_expirable(src, p, limit, closed_only))
+			{
+				KlBatch    *b = lfirst(bc);
+
+				CHECK_FOR_INTERRUPTS();
+				/* the units of a batch that did not expire stay with it */
+				if (b->readmit && strcmp(b->readmit_of, kept) == 0)
+					continue;
+				if (!kl_expire_batch(src, b, now))
+				{
+					if (!b->readmit)
+						strlcpy(kept, b->batch_id, sizeof(kept));
+					continue;
+				}
+				memset(nulls, 0, sizeof(nulls));
+				values[2] = CStringGetTextDatum(b->batch_id);
+				values[3] = CStringGetTextDatum("expired");
+				values[4] = Int32GetDatum(b->record_count);
+				values[5] = DateADTGetDatum(b->min_date);
+				values[6] = DateADTGetDatum(b->max_date);
+				nulls[5] = nulls[6] = !b->has_dates;
+				values[7] = Int64GetDatum(b->files[0].bytes + b->files[1].bytes + b->files[2].bytes);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
 		}
 	}
 
@@ -232,14 +236,15 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 	{
 		DateADT		lo,
 					hi;
-		int64		pruned = kl_catalog_prune_event_ids(src, now, &lo, &hi);
+		int64		pruned = kl_catalog_prune_event_ids(source, now, &lo, &hi);
 
 		if (pruned > 0)
 		{
 			Datum		values[8] = {0};
-			bool		nulls[8] = {false, true, true, false, false, false, false, true};
+			/* of the source: of its topic, or of none of its several */
+			bool		nulls[8] = {source->ntopics > 1, true, true, false, false, false, false, true};
 
-			values[0] = CStringGetTextDatum(src->topic);
+			values[0] = CStringGetTextDatum(source->topic);
 			values[3] = CStringGetTextDatum("event_ids_pruned");
 			values[4] = Int32GetDatum((int32) Min(pruned, PG_INT32_MAX));
 			values[5] = DateADTGetDatum(lo);

@@ -339,6 +339,7 @@ kl_readmit_batch(KlReadmit *rc, const KlBatch *b)
 			r->status = KL_STATUS_DUPLICATE;
 			r->dup_partition = b->partition;
 			r->dup_offset = recs[e->index].offset;
+			r->dup_topic = NULL;
 		}
 		else
 		{
@@ -352,7 +353,8 @@ kl_readmit_batch(KlReadmit *rc, const KlBatch *b)
 		/* a later copy of a demoted first points where the catalog points */
 		for (int i = 0; i < n; i++)
 		{
-			if (recs[i].status != KL_STATUS_DUPLICATE || recs[i].dup_partition != b->partition)
+			if (recs[i].status != KL_STATUS_DUPLICATE || recs[i].dup_partition != b->partition ||
+				recs[i].dup_topic != NULL)
 				continue;
 			for (int j = 0; j < i; j++)
 			{
@@ -360,6 +362,7 @@ kl_readmit_batch(KlReadmit *rc, const KlBatch *b)
 				{
 					recs[i].dup_partition = recs[j].dup_partition;
 					recs[i].dup_offset = recs[j].dup_offset;
+					recs[i].dup_topic = recs[j].dup_topic;
 					break;
 				}
 			}
@@ -402,6 +405,7 @@ kl_readmit_partition(KlReadmit *rc, int32 partition)
 	kl_recover_partition(rc->src, partition, NULL, NULL);
 	kl_bounds_init(&bounds);
 	bounds.partition_lo = bounds.partition_hi = partition;
+	bounds.topic = rc->src->topic;
 	bounds.offset_lo = rc->from;
 	bounds.offset_hi = rc->to;
 	bounds.files[KL_FILE_ACCEPTED] = false;
@@ -446,6 +450,7 @@ kafka_lake_readmit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KlReadmit	rc = {0};
+	KlSource   *source;
 	List	   *partitions;
 	ListCell   *cell;
 
@@ -483,32 +488,38 @@ kafka_lake_readmit(PG_FUNCTION_ARGS)
 	rc.out = rsinfo->setResult;
 	rc.desc = rsinfo->setDesc;
 
-	if (!PG_ARGISNULL(1))
-		partitions = list_make1_int(PG_GETARG_INT32(1));
-	else
+	/* topic by topic: the partition given, of each, or every partition */
+	source = rc.src;
+	for (int t = 0; t < source->ntopics; t++)
 	{
-		partitions = kl_disk_partitions(rc.src);
-		foreach(cell, kl_catalog_partitions(rc.src))
-			partitions = list_append_unique_int(partitions, lfirst_int(cell));
-		list_sort(partitions, list_int_cmp);
-	}
-	foreach(cell, partitions)
-	{
-		int32		p = lfirst_int(cell);
-
-		if (!kl_try_lock_partition(rc.src, p))
+		rc.src = kl_source_topic(source, t);
+		if (!PG_ARGISNULL(1))
+			partitions = list_make1_int(PG_GETARG_INT32(1));
+		else
 		{
-			Datum		values[9];
-			bool		nulls[9] = {false, false, true, true, false, false, false, false, false};
-
-			values[0] = CStringGetTextDatum(rc.src->topic);
-			values[1] = Int32GetDatum(p);
-			values[4] = CStringGetTextDatum("locked");
-			values[5] = values[6] = values[7] = values[8] = Int32GetDatum(0);
-			tuplestore_putvalues(rc.out, rc.desc, values, nulls);
-			continue;
+			partitions = kl_disk_partitions(rc.src);
+			foreach(cell, kl_catalog_partitions(rc.src))
+				partitions = list_append_unique_int(partitions, lfirst_int(cell));
+			list_sort(partitions, list_int_cmp);
 		}
-		kl_readmit_partition(&rc, p);
+		foreach(cell, partitions)
+		{
+			int32		p = lfirst_int(cell);
+
+			if (!kl_try_lock_partition(rc.src, p))
+			{
+				Datum		values[9];
+				bool		nulls[9] = {false, false, true, true, false, false, false, false, false};
+
+				values[0] = CStringGetTextDatum(rc.src->topic);
+				values[1] = Int32GetDatum(p);
+				values[4] = CStringGetTextDatum("locked");
+				values[5] = values[6] = values[7] = values[8] = Int32GetDatum(0);
+				tuplestore_putvalues(rc.out, rc.desc, values, nulls);
+				continue;
+			}
+			kl_readmit_partition(&rc, p);
+		}
 	}
 	return (Datum) 0;
 }

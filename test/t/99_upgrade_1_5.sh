@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/t/99_upgrade_1_5.sh: a database created at kafka_lake 1.4 keeps everything it landed,
-# bridged and closed through ALTER EXTENSION kafka_lake UPDATE to 1.5 (the default version).
+# bridged and closed through ALTER EXTENSION kafka_lake UPDATE TO '1.5'.
 # At 1.4: a source with two dates landed, one bridged and closed, the other bridged.  After
 # the update: the records read the same, verify() is clean, the certificate is in effect and
 # not final, source_status has its new column (empty), no source has a dedupe horizon and
@@ -43,10 +43,9 @@ state() {
 }
 before=$(state)
 
-ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null 2>'$KL_TMP/up15.err'" "ALTER EXTENSION kafka_lake UPDATE succeeds"
+ok "q -d $db -c \"ALTER EXTENSION kafka_lake UPDATE TO '1.5'\" >/dev/null 2>'$KL_TMP/up15.err'" "ALTER EXTENSION kafka_lake UPDATE TO '1.5' succeeds"
 [ -s "$KL_TMP/up15.err" ] && diag "$(cat "$KL_TMP/up15.err")"
-is "$(q -d $db -c "SELECT extversion || ' ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'kafka_lake') FROM pg_extension WHERE extname = 'kafka_lake'")" \
-	"1.5 1.5" "the extension is at 1.5, the default version"
+is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'")" 1.5 "the extension is at 1.5"
 is "$(state)" "$before" "the records read the same"
 is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('up15')")" 0 "verify() is clean"
 is "$(q -d $db -c "SELECT status || ' ' || (event_ids_pruned_at IS NULL) FROM kafka_lake.date_closings WHERE business_date = '2026-05-01'")" \
@@ -61,7 +60,7 @@ is "$(q -d $db -c "SELECT records FROM kafka_lake.expire('up15', before => '2026
 is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.accepted_events")" 2 "the open date keeps its own"
 is "$(q -d $db -c "SELECT run_status FROM kafka_lake.bridge('up15', '2026-05-02')")" skipped \
 	"the open date bridges as before: the same input, skipped"
-q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake VERSION '1.5' CASCADE" >/dev/null 2>&1
 same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 is "$(q -d $db -c "SELECT md5(pg_get_viewdef('kafka_lake.source_status'))")" \
 	"$(q -d ${db}_fresh -c "SELECT md5(pg_get_viewdef('kafka_lake.source_status'))")" "with the same source_status"
