@@ -11,7 +11,7 @@
  *	<landing_dir>/<source>/.kafka_lake_source
  *	<landing_dir>/<source>/topic=<topic>/partition=<p>/batch=<id>/
  *		accepted.jsonl  duplicates.jsonl  quarantine.jsonl  manifest.json
- *	<landing_dir>/<source>/.staging/batch=<id>-p<p>-<random>/
+ *	<landing_dir>/<source>/.staging/batch=<id>-p<p>[~<topic index>]-<random>/
  *
  * (what a batch holds, and its id, is batch_format.c's).
  *
@@ -21,8 +21,9 @@
  * the rename nothing under topic=... changes; after the parent's fsync the
  * batch survives a crash.  Only then does the caller record it in the catalog
  * and commit the offset (see land.c).  A staging directory left by a crash
- * belongs to a partition (the p<p> in its name) and is removed by the next
- * caller that owns that partition (recover.c).
+ * belongs to a partition of a topic (the p<p> in its name, and ~<i> for a
+ * source's i-th topic after its first: kl_staging_marker) and is removed by
+ * the next caller that owns that partition (recover.c).
  *
  * Each file is hashed (SHA-256 and CRC-32C) and its lines counted while it
  * is written, so the manifest costs no second read.
