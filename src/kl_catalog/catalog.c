@@ -413,6 +413,21 @@ kl_source_topics_text(const KlSource *src)
 }
 
 /*
+ * kl_replay_call
+ *		The replay() call that lands offsets from..to of a partition of the
+ *		source's topic, for a hint (with the topic for a source of several).
+ */
+char *
+kl_replay_call(const KlSource *src, int32 partition, int64 from, int64 to)
+{
+	if (src->ntopics == 1)
+		return psprintf("kafka_lake.replay('%s', %d, %lld, %lld)", src->source, partition,
+						(long long) from, (long long) to);
+	return psprintf("kafka_lake.replay('%s', %d, %lld, %lld, topic => '%s')", src->source,
+					partition, (long long) from, (long long) to, src->topic);
+}
+
+/*
  * kl_topic_or_null
  *		What accepted_events.topic holds for the source's current topic:
  *		NULL for its first (so that a source of one topic pays nothing).

@@ -146,6 +146,7 @@ extern KlSource *kl_source_topic_arg(const KlSource *src, FunctionCallInfo fcinf
 extern int	kl_split_topics(const char *list, char ***topics);
 extern const char *kl_topic_or_null(const KlSource *src);
 extern char *kl_source_topics_text(const KlSource *src);
+extern char *kl_replay_call(const KlSource *src, int32 partition, int64 from, int64 to);
 extern bool kl_catalog_has_topic_lists(void);
 extern char *kl_event_topic_qual(const char *alias, int param);
 extern void kl_catalog_delete_source(KlSource *src);

@@ -1337,8 +1337,8 @@ kl_group_moved_error(KlLandCall *call, int64 group_offset, int64 ours)
 					   "Landing from the group's offset would skip those records, so this partition was left as it was.",
 					   others ? psprintf(" (in this database: source %s)", others) : ""),
 			 errhint("Give each consumer its own group: drop the source (keeping its landing) and create it again with another group_id; "
-					 "the new source adopts the landed batches. To land the offsets the group skipped, call kafka_lake.replay('%s', %d, %lld, %lld).",
-					 src->source, call->partition, (long long) ours, (long long) (group_offset - 1))));
+					 "the new source adopts the landed batches. To land the offsets the group skipped, call %s.",
+					 kl_replay_call(src, call->partition, ours, group_offset - 1))));
 }
 
 /*
@@ -1467,8 +1467,7 @@ kl_land_partition(KlLandCall *call)
 						src->source, p, src->topic, (long long) group, src->group_id),
 				 errdetail("Offsets %lld to %lld, below the group's offset, are not landed by this source.",
 						   (long long) low, (long long) (group - 1)),
-				 errhint("If they are needed, kafka_lake.replay('%s', %d, %lld, %lld) lands them.",
-						 src->source, p, (long long) low, (long long) (group - 1))));
+				 errhint("If they are needed, %s lands them.", kl_replay_call(src, p, low, group - 1))));
 		/* the group's offset becomes this source's own first commit */
 		kl_commit_partition(call, group, NULL);
 		kl_emit_simple(call, "adopted", group);

@@ -222,9 +222,9 @@ kl_adopt_hint(KlSource *src, int32 partition, const char *dir, const char *name)
 						dir, src->source, partition, (long long) first, (long long) last);
 	(void) kl_parse_batch_name(name, &first, &last);
 	return psprintf("Move %s out of the landing directory: the partition goes on without it. "
-					"Then land its offsets again from the broker with kafka_lake.replay('%s', %d, %lld, %lld), "
+					"Then land its offsets again from the broker with %s, "
 					"or restore a good copy of the batch from a backup.",
-					dir, src->source, partition, (long long) first, (long long) last);
+					dir, kl_replay_call(src, partition, first, last));
 }
 
 /*
@@ -997,10 +997,9 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 		}
 		kl_catalog_forget_batch(src, b);
 		kl_emit_recover_row(out, desc, "forgotten", src, partition, b->batch_id,
-							psprintf("its directory is gone: land offsets %lld to %lld again with kafka_lake.replay('%s', %d, %lld, %lld)",
+							psprintf("its directory is gone: land offsets %lld to %lld again with %s",
 									 (long long) b->first_offset, (long long) b->last_offset,
-									 src->source, partition,
-									 (long long) b->first_offset, (long long) b->last_offset));
+									 kl_replay_call(src, partition, b->first_offset, b->last_offset)));
 	}
 }
 

@@ -99,9 +99,8 @@ kl_damaged_action(KlSource *src, const char *dir, const KlBatch *b)
 {
 	return psprintf("Restore %s from a backup (a batch never changes: any copy of it is good), "
 					"or move %s out of the landing directory, run kafka_lake.recover('%s'), "
-					"then kafka_lake.replay('%s', %d, %lld, %lld) to land offsets %lld to %lld again from the broker.",
-					dir, dir, src->source, src->source, b->partition,
-					(long long) b->first_offset, (long long) b->last_offset,
+					"then %s to land offsets %lld to %lld again from the broker.",
+					dir, dir, src->source, kl_replay_call(src, b->partition, b->first_offset, b->last_offset),
 					(long long) b->first_offset, (long long) b->last_offset);
 }
 
@@ -445,10 +444,10 @@ kl_verify(FunctionCallInfo fcinfo)
 			char	   *detail = psprintf("%s: %m", dir);
 			char	   *action = landing_present ?
 				psprintf("Restore %s from a backup, or run kafka_lake.recover('%s'), "
-						 "then kafka_lake.replay('%s', %d, %lld, %lld): recover() forgets the batch, "
+						 "then %s: recover() forgets the batch, "
 						 "replay() lands offsets %lld to %lld again from the broker.",
-						 dir, src->source, src->source, cat->partition,
-						 (long long) cat->first_offset, (long long) cat->last_offset,
+						 dir, src->source,
+						 kl_replay_call(src, cat->partition, cat->first_offset, cat->last_offset),
 						 (long long) cat->first_offset, (long long) cat->last_offset) :
 				psprintf("The landing directory %s of the source, or its marker, is missing: mount or restore it "
 						 "(recover() forgets no batch while it is missing).", src->dir);

@@ -8,7 +8,7 @@
 -- the same partition of another; bridge() reads every topic into one silver and gold, with each
 -- row's topic; close_date() certifies every partition of every topic, and a late event names
 -- its topic; verify() and recover() are clean.  Needs the broker.
-SELECT plan(37);
+SELECT plan(40);
 
 \o /dev/null
 SELECT kl_test.server('tp12b_srv');
@@ -175,5 +175,19 @@ SELECT results_eq($$SELECT topic, partition, status, batches FROM kafka_lake.com
                   $$VALUES ('tp12b.us', 0, 'compacted', 2)$$,
                   'compact() merges the two batches of (tp12b.us, 0), not those of partition 0 of tp12b.eu');
 SELECT is((SELECT count(*) FROM kafka_lake.verify('tp12b')), 0::bigint, 'verify() is clean after compact()');
+
+-- a batch of the second topic moved away: recover() forgets it, and says how to land it again
+SELECT batch_id AS us_batch FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id)
+ WHERE s.source = 'tp12b' AND b.topic = 'tp12b.us' \gset
+SELECT kl_test.sh(format('mv %1$s/topic=tp12b.us/partition=0/batch=%2$s %1$s/../tp12b_moved', kl_test.landing('tp12b'), :'us_batch'));
+SELECT results_eq($$SELECT action, topic, partition, detail ~ 'replay\(''tp12b'', 0, 0, 3, topic => ''tp12b.us''\)'
+                      FROM kafka_lake.recover('tp12b')$$,
+                  $$VALUES ('forgotten', 'tp12b.us', 0, true)$$,
+                  'recover() forgets the moved batch of tp12b.us, its hint a replay() with the topic');
+SELECT kl_test.sh(format('mv %1$s/../tp12b_moved %1$s/topic=tp12b.us/partition=0/batch=%2$s', kl_test.landing('tp12b'), :'us_batch'));
+SELECT results_eq($$SELECT action, topic FROM kafka_lake.recover('tp12b')$$, $$VALUES ('adopted', 'tp12b.us')$$,
+                  'moved back, recover() adopts it as a batch of tp12b.us');
+SELECT is((SELECT count(*) FROM kafka_lake.tp12b_records WHERE status = 'accepted'), 5::bigint,
+          'every accepted record reads again');
 
 SELECT * FROM finish();
