@@ -129,3 +129,228 @@ DROP FUNCTION kafka_lake.upgrade_copy_grants(pg_catalog.regprocedure, pg_catalog
 
 COMMENT ON FUNCTION kafka_lake.create_source(text, text, text, text, text) IS
   'Record a source (a topic of a kafka_lake server, or several separated by commas) and create its foreign table kafka_lake.<source>_records';
+
+-- source_status shows a failed call's error on its topic's partition only:
+-- source_errors() gets a last column topic_index (the partition's topic
+-- among the source's, from 0).  Its result type changes, so the view reads
+-- no errors while the function is made again, then reads the new one; made
+-- with CREATE OR REPLACE, the view keeps its grants.
+CREATE OR REPLACE VIEW kafka_lake.source_status AS
+    WITH errors AS MATERIALIZED (SELECT NULL::integer AS source_id, NULL::integer AS partition, NULL::text AS sqlstate,
+                                       NULL::text AS message, NULL::timestamptz AS failed_at WHERE false),
+    parts AS (
+        SELECT source_id, topic, partition FROM kafka_lake.partition_state
+        UNION
+        SELECT DISTINCT source_id, topic, partition FROM kafka_lake.batches
+    ),
+    landed AS (
+        SELECT b.source_id, b.topic, b.partition,
+               pg_catalog.count(*) AS batches,
+               pg_catalog.sum(CASE WHEN b.expired_at IS NULL
+                                   THEN b.file_bytes[1] + b.file_bytes[2] + b.file_bytes[3]
+                                   ELSE 0 END
+                              + coalesce(b.manifest_bytes, 0)) AS bytes,
+               pg_catalog.max(b.created_at) AS last_batch_at,
+               pg_catalog.sum(b.accepted_count) AS accepted,
+               pg_catalog.sum(b.duplicate_count) AS duplicates,
+               pg_catalog.sum(b.quarantine_count) AS quarantined,
+               pg_catalog.sum(b.accepted_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS accepted_24h,
+               pg_catalog.sum(b.duplicate_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS duplicates_24h,
+               pg_catalog.sum(b.quarantine_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS quarantined_24h
+        FROM kafka_lake.batches b
+        GROUP BY b.source_id, b.topic, b.partition
+    ),
+    -- coordinates whose status changed after they landed: 'D' demoted,
+    -- 'R' re-admitted, 'X' excluded (an accepted line), 'P' promoted (a
+    -- duplicate line)
+    marks AS (
+        SELECT c.source_id, c.topic, c.partition,
+               pg_catalog.sum(x.demoted) AS demoted,
+               pg_catalog.sum(x.readmitted) AS readmitted,
+               pg_catalog.sum(x.excluded) AS excluded,
+               pg_catalog.sum(x.promoted) AS promoted,
+               pg_catalog.sum(x.demoted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS demoted_24h,
+               pg_catalog.sum(x.readmitted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS readmitted_24h,
+               pg_catalog.sum(x.excluded) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS excluded_24h,
+               pg_catalog.sum(x.promoted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS promoted_24h
+        FROM kafka_lake.coordinates c
+        JOIN kafka_lake.batches b ON b.source_id = c.source_id AND b.batch_id = c.batch_id
+        CROSS JOIN LATERAL (
+            SELECT pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'D', '')) AS demoted,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'R', '')) AS readmitted,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'X', '')) AS excluded,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'P', '')) AS promoted
+        ) x
+        WHERE c.statuses ~ '[DRXP]'
+        GROUP BY c.source_id, c.topic, c.partition
+    )
+    SELECT s.source, coalesce(p.topic, s.topic) AS topic, p.partition,
+           CASE WHEN e.failed_at > coalesce(ps.checked_at, '-infinity') THEN 'failed'
+                ELSE ps.last_status END AS last_status,
+           ps.checked_at AS last_call_at,
+           l.last_batch_at,
+           c.committed_offset,
+           ps.low_watermark,
+           ps.high_watermark,
+           ps.high_watermark - coalesce(c.committed_offset, ps.low_watermark) AS lag,
+           coalesce(l.batches, 0) AS batches,
+           coalesce(l.bytes, 0) AS bytes_on_disk,
+           coalesce(l.accepted, 0) - coalesce(m.demoted, 0) - coalesce(m.excluded, 0) + coalesce(m.promoted, 0) AS accepted,
+           coalesce(l.duplicates, 0) + coalesce(m.demoted, 0) - coalesce(m.promoted, 0) AS duplicates,
+           coalesce(l.quarantined, 0) - coalesce(m.readmitted, 0) AS quarantined,
+           coalesce(l.accepted_24h, 0) - coalesce(m.demoted_24h, 0) - coalesce(m.excluded_24h, 0) + coalesce(m.promoted_24h, 0) AS accepted_24h,
+           coalesce(l.duplicates_24h, 0) + coalesce(m.demoted_24h, 0) - coalesce(m.promoted_24h, 0) AS duplicates_24h,
+           coalesce(l.quarantined_24h, 0) - coalesce(m.readmitted_24h, 0) AS quarantined_24h,
+           (SELECT pg_catalog.min(d.business_date)
+              FROM (SELECT b.min_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0
+                    UNION
+                    SELECT b.max_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0) AS d(business_date)
+             WHERE d.business_date IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings dc
+                                WHERE dc.source_id = p.source_id
+                                  AND dc.business_date = d.business_date
+                                  AND dc.status = 'closed')) AS oldest_open_date,
+           e.sqlstate AS last_error_sqlstate,
+           e.message AS last_error,
+           e.failed_at AS last_error_at,
+           (SELECT pg_catalog.max(dc.business_date) FROM kafka_lake.date_closings dc
+             WHERE dc.source_id = s.source_id AND dc.status <> 'superseded'
+               AND dc.event_ids_pruned_at IS NOT NULL) AS event_ids_pruned_through
+    FROM kafka_lake.sources s
+    LEFT JOIN parts p ON p.source_id = s.source_id
+    LEFT JOIN kafka_lake.partition_state ps
+           ON ps.source_id = p.source_id AND ps.topic = p.topic AND ps.partition = p.partition
+    LEFT JOIN landed l
+           ON l.source_id = p.source_id AND l.topic = p.topic AND l.partition = p.partition
+    LEFT JOIN marks m
+           ON m.source_id = p.source_id AND m.topic = p.topic AND m.partition = p.partition
+    LEFT JOIN LATERAL (
+        SELECT pg_catalog.max(oc.committed_offset) AS committed_offset
+          FROM kafka_lake.offset_commits oc
+         WHERE oc.source_id = p.source_id AND oc.topic = p.topic AND oc.partition = p.partition
+    ) c ON true
+    LEFT JOIN LATERAL (
+        SELECT x.sqlstate, x.message, x.failed_at FROM errors x
+         WHERE x.source_id = s.source_id
+           AND (x.partition IS NULL OR x.partition = p.partition)
+         ORDER BY x.failed_at DESC LIMIT 1
+    ) e ON true;
+DROP FUNCTION kafka_lake.source_errors();
+CREATE FUNCTION kafka_lake.source_errors(
+    OUT source_id integer, OUT partition integer, OUT sqlstate text,
+    OUT message text, OUT failed_at timestamptz, OUT topic_index integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'kafka_lake_source_errors'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION kafka_lake.source_errors() IS
+  'The last error of a failed land() per source, topic and partition (answers only roles that may read kafka_lake.source_status)';
+GRANT EXECUTE ON FUNCTION kafka_lake.source_errors() TO PUBLIC;
+CREATE OR REPLACE VIEW kafka_lake.source_status AS
+    WITH errors AS MATERIALIZED (SELECT * FROM kafka_lake.source_errors()),
+    parts AS (
+        SELECT source_id, topic, partition FROM kafka_lake.partition_state
+        UNION
+        SELECT DISTINCT source_id, topic, partition FROM kafka_lake.batches
+    ),
+    landed AS (
+        SELECT b.source_id, b.topic, b.partition,
+               pg_catalog.count(*) AS batches,
+               pg_catalog.sum(CASE WHEN b.expired_at IS NULL
+                                   THEN b.file_bytes[1] + b.file_bytes[2] + b.file_bytes[3]
+                                   ELSE 0 END
+                              + coalesce(b.manifest_bytes, 0)) AS bytes,
+               pg_catalog.max(b.created_at) AS last_batch_at,
+               pg_catalog.sum(b.accepted_count) AS accepted,
+               pg_catalog.sum(b.duplicate_count) AS duplicates,
+               pg_catalog.sum(b.quarantine_count) AS quarantined,
+               pg_catalog.sum(b.accepted_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS accepted_24h,
+               pg_catalog.sum(b.duplicate_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS duplicates_24h,
+               pg_catalog.sum(b.quarantine_count) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS quarantined_24h
+        FROM kafka_lake.batches b
+        GROUP BY b.source_id, b.topic, b.partition
+    ),
+    -- coordinates whose status changed after they landed: 'D' demoted,
+    -- 'R' re-admitted, 'X' excluded (an accepted line), 'P' promoted (a
+    -- duplicate line)
+    marks AS (
+        SELECT c.source_id, c.topic, c.partition,
+               pg_catalog.sum(x.demoted) AS demoted,
+               pg_catalog.sum(x.readmitted) AS readmitted,
+               pg_catalog.sum(x.excluded) AS excluded,
+               pg_catalog.sum(x.promoted) AS promoted,
+               pg_catalog.sum(x.demoted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS demoted_24h,
+               pg_catalog.sum(x.readmitted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS readmitted_24h,
+               pg_catalog.sum(x.excluded) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS excluded_24h,
+               pg_catalog.sum(x.promoted) FILTER (WHERE b.created_at > pg_catalog.now() - interval '24 hours') AS promoted_24h
+        FROM kafka_lake.coordinates c
+        JOIN kafka_lake.batches b ON b.source_id = c.source_id AND b.batch_id = c.batch_id
+        CROSS JOIN LATERAL (
+            SELECT pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'D', '')) AS demoted,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'R', '')) AS readmitted,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'X', '')) AS excluded,
+                   pg_catalog.length(c.statuses) - pg_catalog.length(pg_catalog.replace(c.statuses, 'P', '')) AS promoted
+        ) x
+        WHERE c.statuses ~ '[DRXP]'
+        GROUP BY c.source_id, c.topic, c.partition
+    )
+    SELECT s.source, coalesce(p.topic, s.topic) AS topic, p.partition,
+           CASE WHEN e.failed_at > coalesce(ps.checked_at, '-infinity') THEN 'failed'
+                ELSE ps.last_status END AS last_status,
+           ps.checked_at AS last_call_at,
+           l.last_batch_at,
+           c.committed_offset,
+           ps.low_watermark,
+           ps.high_watermark,
+           ps.high_watermark - coalesce(c.committed_offset, ps.low_watermark) AS lag,
+           coalesce(l.batches, 0) AS batches,
+           coalesce(l.bytes, 0) AS bytes_on_disk,
+           coalesce(l.accepted, 0) - coalesce(m.demoted, 0) - coalesce(m.excluded, 0) + coalesce(m.promoted, 0) AS accepted,
+           coalesce(l.duplicates, 0) + coalesce(m.demoted, 0) - coalesce(m.promoted, 0) AS duplicates,
+           coalesce(l.quarantined, 0) - coalesce(m.readmitted, 0) AS quarantined,
+           coalesce(l.accepted_24h, 0) - coalesce(m.demoted_24h, 0) - coalesce(m.excluded_24h, 0) + coalesce(m.promoted_24h, 0) AS accepted_24h,
+           coalesce(l.duplicates_24h, 0) + coalesce(m.demoted_24h, 0) - coalesce(m.promoted_24h, 0) AS duplicates_24h,
+           coalesce(l.quarantined_24h, 0) - coalesce(m.readmitted_24h, 0) AS quarantined_24h,
+           (SELECT pg_catalog.min(d.business_date)
+              FROM (SELECT b.min_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0
+                    UNION
+                    SELECT b.max_business_date FROM kafka_lake.batches b
+                     WHERE b.source_id = p.source_id AND b.topic = p.topic
+                       AND b.partition = p.partition AND b.accepted_count > 0) AS d(business_date)
+             WHERE d.business_date IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings dc
+                                WHERE dc.source_id = p.source_id
+                                  AND dc.business_date = d.business_date
+                                  AND dc.status = 'closed')) AS oldest_open_date,
+           e.sqlstate AS last_error_sqlstate,
+           e.message AS last_error,
+           e.failed_at AS last_error_at,
+           (SELECT pg_catalog.max(dc.business_date) FROM kafka_lake.date_closings dc
+             WHERE dc.source_id = s.source_id AND dc.status <> 'superseded'
+               AND dc.event_ids_pruned_at IS NOT NULL) AS event_ids_pruned_through
+    FROM kafka_lake.sources s
+    LEFT JOIN parts p ON p.source_id = s.source_id
+    LEFT JOIN kafka_lake.partition_state ps
+           ON ps.source_id = p.source_id AND ps.topic = p.topic AND ps.partition = p.partition
+    LEFT JOIN landed l
+           ON l.source_id = p.source_id AND l.topic = p.topic AND l.partition = p.partition
+    LEFT JOIN marks m
+           ON m.source_id = p.source_id AND m.topic = p.topic AND m.partition = p.partition
+    LEFT JOIN LATERAL (
+        SELECT pg_catalog.max(oc.committed_offset) AS committed_offset
+          FROM kafka_lake.offset_commits oc
+         WHERE oc.source_id = p.source_id AND oc.topic = p.topic AND oc.partition = p.partition
+    ) c ON true
+    LEFT JOIN LATERAL (
+        SELECT x.sqlstate, x.message, x.failed_at FROM errors x
+         WHERE x.source_id = s.source_id
+           AND (x.partition IS NULL
+                OR (x.partition = p.partition
+                    AND (pg_catalog.string_to_array(s.topic, ','))[x.topic_index + 1] = p.topic))
+         ORDER BY x.failed_at DESC LIMIT 1
+    ) e ON true;

@@ -1281,6 +1281,7 @@ kl_start_topic(KlLandCall *call, int t)
 						  &call->prior_pending, &call->nprior_pending);
 	}
 	call->src = kl_source_topic(call->source, t);
+	call->partition = -1;		/* an error now is of no partition yet */
 	nparts = kl_kafka_partition_count(call->kk, call->src->topic, call->deadline);
 	call->nparts = nparts;
 	call->call_committed = palloc(sizeof(int64) * nparts);
@@ -1635,7 +1636,7 @@ kafka_lake_land(PG_FUNCTION_ARGS)
 	PG_CATCH();
 	{
 		if (call.src != NULL)
-			kl_status_record_error(call.src->source_id, call.partition, cxt);
+			kl_status_record_error(call.src->source_id, call.src->topic_index, call.partition, cxt);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -1758,7 +1759,7 @@ kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
 	{
 		m->partition = (landing && call.partition >= 0) ? base + call.partition : -1;
 		if (call.src != NULL)
-			kl_status_record_error(call.src->source_id, call.partition, cxt);
+			kl_status_record_error(call.src->source_id, call.src->topic_index, call.partition, cxt);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

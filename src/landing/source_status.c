@@ -20,7 +20,8 @@
  * THE LAST ERROR OF A FAILED CALL
  *
  * So it is kept in shared memory: a small table of slots, one per
- * (database, source, partition), each holding the error's SQLSTATE, its
+ * (database, source, topic, partition) (the topic as its index among the
+ * source's topics, which the view names), each holding the error's SQLSTATE, its
  * message (cut to KL_STATUS_MESSAGE_LEN bytes) and when it happened.  A
  * partition of -1 stands for an error that came before the call owned any
  * partition (the broker did not answer, the cluster id changed); the view
@@ -80,6 +81,7 @@ typedef struct KlErrorSlot
 {
 	Oid			dbid;			/* InvalidOid: free */
 	int32		source_id;
+	int32		topic_index;	/* which of the source's topics */
 	int32		partition;		/* -1: the call as a whole */
 	int			sqlerrcode;
 	TimestampTz failed_at;
@@ -154,7 +156,7 @@ kl_status_shmem_init(void)
  *		the current one, to be raised again.
  */
 void
-kl_status_record_error(int32 source_id, int32 partition, MemoryContext cxt)
+kl_status_record_error(int32 source_id, int32 topic_index, int32 partition, MemoryContext cxt)
 {
 	MemoryContext old;
 	ErrorData  *edata;
@@ -172,7 +174,8 @@ kl_status_record_error(int32 source_id, int32 partition, MemoryContext cxt)
 	{
 		KlErrorSlot *s = &kl_errors->slots[i];
 
-		if (s->dbid == MyDatabaseId && s->source_id == source_id && s->partition == partition)
+		if (s->dbid == MyDatabaseId && s->source_id == source_id && s->partition == partition &&
+			(partition < 0 || s->topic_index == topic_index))
 		{
 			slot = s;
 			break;
@@ -183,6 +186,7 @@ kl_status_record_error(int32 source_id, int32 partition, MemoryContext cxt)
 	}
 	slot->dbid = MyDatabaseId;
 	slot->source_id = source_id;
+	slot->topic_index = partition < 0 ? 0 : topic_index;
 	slot->partition = partition;
 	slot->sqlerrcode = edata->sqlerrcode;
 	slot->failed_at = GetCurrentTimestamp();
@@ -215,7 +219,9 @@ kl_check_view_reader(const char *view)
  * kafka_lake_source_errors
  *		source_errors(): the last error kept of each (source, partition) of
  *		this database: source_id, partition (NULL: the call as a whole),
- *		sqlstate, message, failed_at.  Behind kafka_lake.source_status.
+ *		sqlstate, message, failed_at, and (1.6) topic_index, the index of
+ *		the partition's topic among the source's (from 0; NULL with the
+ *		partition).  Behind kafka_lake.source_status.
  */
 Datum
 kafka_lake_source_errors(PG_FUNCTION_ARGS)
@@ -252,8 +258,8 @@ kafka_lake_source_errors(PG_FUNCTION_ARGS)
 
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[5];
-		bool		nulls[5] = {0};
+		Datum		values[6];
+		bool		nulls[6] = {0};
 		int			s = 0;
 
 		while (s < nsources && ids[s] != copy[i].source_id)
@@ -270,6 +276,10 @@ kafka_lake_source_errors(PG_FUNCTION_ARGS)
 		else
 			nulls[3] = true;
 		values[4] = TimestampTzGetDatum(copy[i].failed_at);
+		/* a catalog before 1.6 declares five columns */
+		values[5] = Int32GetDatum(copy[i].topic_index);
+		nulls[5] = (copy[i].partition < 0);
+		Assert(rsinfo->setDesc->natts <= 6);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

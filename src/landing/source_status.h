@@ -16,7 +16,8 @@
 #include "utils/palloc.h"
 
 extern void kl_status_shmem_init(void);
-extern void kl_status_record_error(int32 source_id, int32 partition, MemoryContext cxt);
+extern void kl_status_record_error(int32 source_id, int32 topic_index, int32 partition,
+								   MemoryContext cxt);
 extern void kl_check_view_reader(const char *view);
 
 #endif							/* KAFKA_LAKE_SOURCE_STATUS_H */

@@ -8,7 +8,7 @@
 -- the same partition of another; bridge() reads every topic into one silver and gold, with each
 -- row's topic; close_date() certifies every partition of every topic, and a late event names
 -- its topic; verify() and recover() are clean.  Needs the broker.
-SELECT plan(40);
+SELECT plan(43);
 
 \o /dev/null
 SELECT kl_test.server('tp12b_srv');
@@ -189,5 +189,23 @@ SELECT results_eq($$SELECT action, topic FROM kafka_lake.recover('tp12b')$$, $$V
                   'moved back, recover() adopts it as a batch of tp12b.us');
 SELECT is((SELECT count(*) FROM kafka_lake.tp12b_records WHERE status = 'accepted'), 5::bigint,
           'every accepted record reads again');
+
+-- a land() that fails on partition 0 of the second topic shows as failed there only
+\o /dev/null
+SELECT kafka_lake.produce('tp12b_srv', 'tp12b.us',
+  convert_to('{"order_id": "o-10", "region": "us", "total": 1, "at": "2026-07-02T10:00:00Z"}', 'UTF8'), partition => 0);
+\o
+SET kafka_lake.fault_injection = 'after_rename';
+SELECT throws_ok($$SELECT * FROM kafka_lake.land('tp12b')$$, 'XX000', NULL, 'a fault while landing (tp12b.us, 0)');
+RESET kafka_lake.fault_injection;
+SELECT results_eq($$SELECT topic, partition, last_error_sqlstate FROM kafka_lake.source_status
+                     WHERE source = 'tp12b' AND last_status = 'failed'$$,
+                  $$VALUES ('tp12b.us', 0, 'XX000')$$,
+                  'source_status shows the failure on (tp12b.us, 0), not on partition 0 of tp12b.eu');
+\o /dev/null
+SELECT * FROM kafka_lake.land('tp12b');
+\o
+SELECT is((SELECT count(*) FROM kafka_lake.source_status WHERE source = 'tp12b' AND last_status = 'failed'), 0::bigint,
+          'the next land() adopts the batch, and the failure is past');
 
 SELECT * FROM finish();
