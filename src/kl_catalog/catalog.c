@@ -1202,7 +1202,7 @@ kl_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
  *		session accepted one of them first (unique violation).
  */
 static bool
-kl_try_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
+kl_try_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n, bool *contended)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -1212,7 +1212,24 @@ kl_try_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 	MemoryContextSwitchTo(caller);
 	PG_TRY();
 	{
+		int			nest = NewGUCNestLevel();
+
+		/*
+		 * A bounded wait for another session's uncommitted event_id: below
+		 * deadlock_timeout, so that two calls that each hold what the other
+		 * needs give up before the deadlock detector aborts one of them (the
+		 * caller's own lock_timeout, if shorter, stays).
+		 */
+		if (contended != NULL)
+		{
+			int			ms = Max(DeadlockTimeout / 2, 10);
+
+			if (LockTimeout == 0 || LockTimeout > ms)
+				(void) set_config_option("lock_timeout", psprintf("%d", ms), PGC_USERSET,
+										 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		}
 		kl_insert_events(src, partition, recs, n);
+		AtEOXact_GUC(true, nest);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller);
 		CurrentResourceOwner = owner;
@@ -1228,7 +1245,9 @@ kl_try_insert_events(KlSource *src, int32 partition, KlIdentity *recs, int n)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller);
 		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+		if (contended != NULL && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			*contended = true;
+		else if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
 			ReThrowError(edata);
 		FreeErrorData(edata);
 	}
@@ -1269,17 +1288,36 @@ kl_catalog_reserve_events(KlSource *src, int32 partition, KlRecord *recs, int n)
 void
 kl_catalog_reserve_identities(KlSource *src, int32 partition, KlIdentity *ids, int n)
 {
+	(void) kl_catalog_try_reserve_identities(src, partition, ids, n, false);
+}
+
+/*
+ * kl_catalog_try_reserve_identities
+ *		kl_catalog_reserve_identities, which with may_skip waits only briefly
+ *		for an event_id that another session's open transaction is accepting:
+ *		false then, and nothing of the window is reserved (the caller leaves
+ *		the partition to a later call).  Two land() calls of one source hold
+ *		their event_ids until they commit, so each waiting for the other's
+ *		would be a deadlock.
+ */
+bool
+kl_catalog_try_reserve_identities(KlSource *src, int32 partition, KlIdentity *ids, int n,
+								  bool may_skip)
+{
 	KlCatalogSave cs;
+	bool		contended = false;
+	bool	   *c = may_skip ? &contended : NULL;
 
 	cs = kl_catalog_begin();
 	/* usually every candidate is new: insert first, look up only on conflict */
-	if (!kl_try_insert_events(src, partition, ids, n))
+	if (!kl_try_insert_events(src, partition, ids, n, c) && !contended)
 	{
 		while (kl_mark_known_events(src, partition, ids, n) > 0 &&
-			   !kl_try_insert_events(src, partition, ids, n))
+			   !kl_try_insert_events(src, partition, ids, n, c) && !contended)
 			CHECK_FOR_INTERRUPTS();
 	}
 	kl_catalog_end(cs);
+	return !contended;
 }
 
 /*

@@ -108,6 +108,8 @@ typedef struct KlIdentity
 
 extern void kl_catalog_reserve_identities(KlSource *src, int32 partition, KlIdentity *ids,
 										  int n);
+extern bool kl_catalog_try_reserve_identities(KlSource *src, int32 partition, KlIdentity *ids,
+											  int n, bool may_skip);
 extern void kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids);
 extern void kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs);
 extern bool kl_catalog_has_manifest_checks(void);

@@ -80,7 +80,12 @@
  * watermarks when the partition seems to end below what was landed, before
  * that is taken for a re-created topic.  Under REPEATABLE READ the catalog
  * cannot see the other call's work at all: a partition changed after the
- * snapshot is a serialization failure (locks.c).
+ * snapshot is a serialization failure (locks.c).  The two calls also share
+ * accepted_events, whose rows each holds uncommitted until it ends: a
+ * window that needs an event_id the other is accepting waits only briefly
+ * (kl_catalog_try_reserve_identities), then the partition is left for a
+ * later call (reported "locked") with what lies below the window committed,
+ * since two calls waiting for each other's event_ids would deadlock.
  *
  * LANDING UP TO MARKS
  *
@@ -210,6 +215,8 @@ typedef struct KlLandCall
 	int64		max_records;	/* budget of records to poll */
 	int64		polled;			/* records polled so far */
 	bool		stop;			/* budget or timeout reached */
+	bool		contended;		/* the partition needs event_ids another
+								 * session is accepting: left for later */
 	TimestampTz deadline;
 	int			timeout_ms;		/* the call's timeout */
 	Tuplestorestate *out;		/* result rows */
@@ -917,7 +924,7 @@ kl_write_job(void *arg, const volatile bool *cancel)
  *		written again on the backend.  Nothing is renamed into place before
  *		the statuses are final.
  */
-static void
+static bool
 kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 {
 	HASHCTL		ctl;
@@ -928,6 +935,7 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 	KlUnitWrite *u;
 	KlIdentity *ids;
 	bool		changed = false;
+	volatile bool reserved = false;
 
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(pg_uuid_t);
@@ -976,7 +984,7 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 	{
 		kl_write_unit(call->src, call->partition, recs, n, contract,
 					  call->contract->version, NULL, b);
-		return;
+		return true;
 	}
 
 	u = kl_unit_begin(call->src, call->partition, recs, n, contract,
@@ -988,8 +996,11 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 	{
 		kl_fault_point("while_writing");
 		kl_fault_point("cancel_while_writing");
-		kl_catalog_reserve_identities(call->src, call->partition, ids, n);
-		kl_point_at_winners(call, ids, n);
+		/* land() leaves a contended partition; replay() and close_date() wait */
+		reserved = kl_catalog_try_reserve_identities(call->src, call->partition, ids, n,
+													 !call->is_replay && call->marks == NULL);
+		if (reserved)
+			kl_point_at_winners(call, ids, n);
 		kl_worker_wait();
 	}
 	PG_CATCH();
@@ -998,6 +1009,13 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (!reserved)
+	{
+		/* nothing was renamed or reserved: the run lands in a later call */
+		kl_unit_abandon(u);
+		pfree(ids);
+		return false;
+	}
 
 	for (int i = 0; i < n && !changed; i++)
 	{
@@ -1012,12 +1030,13 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 	if (!changed)
 	{
 		kl_unit_finish(u);
-		return;
+		return true;
 	}
 	kl_unit_abandon(u);
 	memset(b, 0, sizeof(KlBatch));
 	kl_write_unit(call->src, call->partition, recs, n, contract,
 				  call->contract->version, NULL, b);
+	return true;
 }
 
 /*
@@ -1108,7 +1127,13 @@ kl_process_window(KlLandCall *call)
 			j++;
 
 		b = palloc0(sizeof(KlBatch));
-		kl_land_run(call, recs + i, j - i, b);
+		if (!kl_land_run(call, recs + i, j - i, b))
+		{
+			/* what lies below this run is durable; the rest waits */
+			call->contended = true;
+			next_offset = recs[i].offset;
+			break;
+		}
 		kl_note_landed(call, b);
 		b->landed_by = call->is_replay ? "replay" : "land";
 		kl_catalog_insert_batch(src, b, recs + i, j - i);
@@ -1128,6 +1153,15 @@ kl_process_window(KlLandCall *call)
 	}
 	call->reused_records += reused;
 
+	if (rows == NIL && call->contended)
+	{
+		/* the window's first new run waits: commit what is below it */
+		if (!call->is_replay && next_offset > Max(call->committed, 0) &&
+			next_offset > recs[0].offset)
+			kl_commit_partition(call, next_offset, NULL);
+		kl_kafka_release_held(call->kk);
+		return;
+	}
 	if (rows == NIL)
 	{
 		KlLandRow  *row = palloc0(sizeof(KlLandRow));
@@ -1171,7 +1205,7 @@ kl_land_range(KlLandCall *call, int64 start, int64 stop)
 	MemoryContext old;
 
 	kl_kafka_assign(call->kk, call->src->topic, call->partition, start);
-	while (!done && !call->stop)
+	while (!done && !call->stop && !call->contended)
 	{
 		MemoryContextReset(call->window_cxt);
 		kl_pool_reset(call->events);
@@ -1476,7 +1510,18 @@ kl_land_partition(KlLandCall *call)
 	if (start < stop)
 	{
 		kl_land_range(call, start, stop);
-		got_there = !call->stop;
+		got_there = !call->stop && !call->contended;
+	}
+	if (call->contended)
+	{
+		call->contended = false;
+		ereport(NOTICE,
+				(errmsg("%s of source \"%s\" was left for the next call at offset %lld",
+						kl_partition_words(call, p), src->source, (long long) call->committed),
+				 errdetail("Its next records carry event_ids that another session's land() is accepting; "
+						   "this call landed and committed what lies below them.")));
+		kl_emit_simple(call, "locked", call->committed);
+		return;
 	}
 
 	if (call->rows == rows_before)
