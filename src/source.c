@@ -101,26 +101,22 @@ static char *
 kl_topic_list(const char *given)
 {
 	StringInfoData list;
-	char	  **names = palloc(sizeof(char *) * (strlen(given) + 1));
-	int			n = 0;
-	char	   *copy = pstrdup(given);
-	char	   *p = copy;
+	char	  **names;
+	int			n = kl_split_topics(given, &names);
 
 	initStringInfo(&list);
-	for (;;)
+	for (int t = 0; t < n; t++)
 	{
-		char	   *comma = strchr(p, ',');
+		char	   *p = names[t];
 		char	   *end;
 
-		if (comma)
-			*comma = '\0';
 		while (*p == ' ' || *p == '\t')
 			p++;
 		end = p + strlen(p);
 		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
 			*--end = '\0';
 		kl_check_topic_name(p);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < t; i++)
 		{
 			if (strcmp(names[i], p) == 0)
 				ereport(ERROR,
@@ -128,11 +124,8 @@ kl_topic_list(const char *given)
 						 errmsg("topic \"%s\" is named twice", p),
 						 errhint("Name each topic of the source once, separated by commas.")));
 		}
-		names[n++] = p;
-		appendStringInfo(&list, "%s%s", list.len ? "," : "", p);
-		if (comma == NULL)
-			break;
-		p = comma + 1;
+		names[t] = p;
+		appendStringInfo(&list, "%s%s", t ? "," : "", p);
 	}
 	if (n > KL_MAX_TOPICS)
 		ereport(ERROR,

@@ -344,19 +344,14 @@ kl_catalog_record_closing(const KlClosing *c)
 							2, ptypes, pvalues, NULL, SPI_OK_UPDATE, "update kafka_lake.date_closings");
 	}
 	/* a catalog before 1.6 has no topic column: its sources have one topic */
-	kl_spi_exec_or_fail(kl_catalog_has_topic_lists() ?
-						"INSERT INTO kafka_lake.date_closing_partitions (closing_id, topic, partition,"
-						" through_offset, through_timestamp_ms)"
-						" SELECT $1, u.topic, u.partition, u.through, u.stamp"
-						" FROM ROWS FROM (pg_catalog.unnest($9), pg_catalog.unnest($10),"
-						"                 pg_catalog.unnest($11), pg_catalog.unnest($12))"
-						"   AS u(through, stamp, topic, partition)" :
-						"INSERT INTO kafka_lake.date_closing_partitions (closing_id, partition,"
-						" through_offset, through_timestamp_ms)"
-						" SELECT $1, u.partition, u.through, u.stamp"
-						" FROM ROWS FROM (pg_catalog.unnest($9), pg_catalog.unnest($10),"
-						"                 pg_catalog.unnest($11), pg_catalog.unnest($12))"
-						"   AS u(through, stamp, topic, partition)",
+	kl_spi_exec_or_fail(psprintf("INSERT INTO kafka_lake.date_closing_partitions (closing_id, %spartition,"
+								 " through_offset, through_timestamp_ms)"
+								 " SELECT $1, %su.partition, u.through, u.stamp"
+								 " FROM ROWS FROM (pg_catalog.unnest($9), pg_catalog.unnest($10),"
+								 "                 pg_catalog.unnest($11), pg_catalog.unnest($12))"
+								 "   AS u(through, stamp, topic, partition)",
+								 kl_catalog_has_topic_lists() ? "topic, " : "",
+								 kl_catalog_has_topic_lists() ? "u.topic, " : ""),
 						12, types, values, nulls, SPI_OK_INSERT, "record the certificate's partitions");
 	kl_catalog_end(cs);
 	return closing_id;

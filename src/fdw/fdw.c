@@ -816,10 +816,9 @@ kl_topic_bit(const KlSource *src, const char *topic)
 static void
 kl_prune_topics(KlPrune *pr, const KlSource *src, uint64 mask)
 {
-	pr->topics &= mask;
-	if (src->ntopics <= 64)
-		pr->topics &= (src->ntopics == 64) ? ~UINT64CONST(0) :
-			(UINT64CONST(1) << src->ntopics) - 1;
+	/* a source has at most 64 topics (create_source) */
+	pr->topics &= mask & ((src->ntopics >= 64) ? ~UINT64CONST(0) :
+						  (UINT64CONST(1) << src->ntopics) - 1);
 	if (pr->topics == 0)
 		pr->bounds.contradiction = true;
 	else if ((pr->topics & (pr->topics - 1)) == 0)
