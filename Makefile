@@ -73,7 +73,7 @@ OBJS = \
 EXTENSION = kafka_lake
 DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql sql/kafka_lake--1.1--1.2.sql \
        sql/kafka_lake--1.2--1.3.sql sql/kafka_lake--1.3--1.4.sql sql/kafka_lake--1.4--1.5.sql \
-       sql/kafka_lake--1.5--1.6.sql
+       sql/kafka_lake--1.5--1.6.sql sql/kafka_lake--1.6--1.7.sql
 PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 
 # pg_regress tests, sql/<name>.sql against expected/<name>.out.  REGRESS
@@ -92,7 +92,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # appends to CFLAGS): a newer compiler's new warning must not break a user's
 # build.
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
-SHLIB_LINK = -lrdkafka -lcrypto -licuuc -lpthread -lcurl
+SHLIB_LINK = -lrdkafka -lcrypto -licuuc -lpthread -lcurl -lzstd
 
 EXTRA_CLEAN = test/broker/kafka_lake_broker
 

@@ -26,17 +26,17 @@
 #
 # Storage per record, printed per record against the bytes Kafka delivered
 # (the sum of the record values, read with kcat's %S): the compacted
-# landing on disk by kind of file (the record files, the manifests, the rest);
-# what zstd makes of each compacted batch's files, one file at a time as a
-# writer of compressed batches would, at levels 1 and 3 (the zstd program,
-# its bytes and its time on this machine's one core); the catalog by table
+# landing on disk by kind of file (the record files, the manifests, the rest),
+# as they lie (compressed: the source's default) and what they hold
+# uncompressed (the catalog's raw sizes, zstdcat of the manifests); the catalog by table
 # (each with its indexes, after VACUUM FULL); and both after expire().
 # Then the same catalog once the date is closed (close_date) and the source
 # has a dedupe horizon (set_dedupe_horizon, 1 day): expire() removes the
 # date's event_ids from accepted_events.
 #
 # Settings: KL_BENCH_COUNT (default 1000000), KL_BENCH_PARTITIONS (100),
-# KL_BENCH_BATCH (100 records a batch), KL_BENCH_RUNS (5).
+# KL_BENCH_BATCH (100 records a batch), KL_BENCH_RUNS (5), KL_BENCH_COMPRESSION
+# (the source's compression, set_compression; default: a new source's, zstd).
 set -euo pipefail
 
 for v in PGHOST PGPORT PGUSER PGDATABASE KL_BOOTSTRAP KL_BROKER KL_BROKER_DIR; do
@@ -76,6 +76,8 @@ log "landing in batches of $BATCH records"
 t0=$(now)
 psql_q <<-SQL
 	SELECT FROM kafka_lake.create_source('$SOURCE', 'bench_compact_kafka', '$TOPIC') \\g /dev/null
+	SELECT FROM kafka_lake.set_compression('$SOURCE', coalesce(nullif('${KL_BENCH_COMPRESSION:-}', ''),
+	                                       (SELECT compression FROM kafka_lake.sources WHERE source = '$SOURCE'))) \\g /dev/null
 	SET kafka_lake.batch_max_records = $BATCH;
 	SELECT format('%s batches, %s records', count(*), sum(records))
 	  FROM kafka_lake.land('$SOURCE', max_records => $COUNT * 2, timeout => '60 min')
@@ -150,21 +152,18 @@ echo "$out" | head -n -1 | sed 's/^/   after:  /'
 # storage per record while the landing lives: by kind of file, and compressed
 value_bytes=$(kcat -C -b "$KL_BOOTSTRAP" -t "$TOPIC" -e -q -o beginning -f '%S\n' | awk '{s += $1} END {print s}')
 landing_dir=$(psql_q -At -c "SELECT current_setting('data_directory')")/kafka_lake/$SOURCE
+# the files as they lie (compressed, the default) and what they hold uncompressed
 kind_bytes() { find "$landing_dir" -type f -name "$1" -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
-records_bytes=$(( $(kind_bytes accepted.jsonl) + $(kind_bytes duplicates.jsonl) + $(kind_bytes quarantine.jsonl) ))
-manifest_bytes=$(kind_bytes manifest.json)
-# zstd_bytes level pattern: the files' bytes compressed one by one; the seconds it took
-zstd_bytes() {
-	local t0 t1 total
-	t0=$(now)
-	total=$(find "$landing_dir" -type f -name "$2" -print0 |
-		xargs -0 -I{} sh -c "zstd -q -$1 -c '{}' | wc -c" | awk '{s += $1} END {print s + 0}')
-	t1=$(now)
-	echo "$total $(echo "$t1 - $t0" | bc)"
-}
-read -r z1_records z1_s <<<"$(zstd_bytes 1 '*.jsonl')"
-read -r z3_records z3_s <<<"$(zstd_bytes 3 '*.jsonl')"
-read -r z3_manifests _ <<<"$(zstd_bytes 3 manifest.json)"
+records_bytes=0
+for f in accepted duplicates quarantine; do
+	records_bytes=$(( records_bytes + $(kind_bytes "$f.jsonl") + $(kind_bytes "$f.jsonl.zst") ))
+done
+manifest_bytes=$(( $(kind_bytes manifest.json) + $(kind_bytes manifest.json.zst) ))
+records_raw=$(psql_q -At -c "SELECT sum(r) FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id),
+	LATERAL unnest(coalesce(b.file_raw_bytes, b.file_bytes)) r WHERE s.source = '$SOURCE'")
+manifest_raw=$(( $(kind_bytes manifest.json) + $(find "$landing_dir" -type f -name manifest.json.zst -print0 |
+	xargs -0 -r zstdcat | wc -c) ))
+compression=$(psql_q -At -c "SELECT compression FROM kafka_lake.sources WHERE source = '$SOURCE'")
 table_bytes() {
 	psql_q -At -c "SELECT pg_total_relation_size('kafka_lake.$1')"
 }
@@ -221,11 +220,8 @@ printf '\nstorage per record (the compacted landing; Kafka delivered %s bytes a 
 printf '  on disk while live                  %8s bytes (%s x the values): record files %s, manifests %s, the rest %s\n' \
 	"$(per_r "$disk_before")" "$(ratio_v "$disk_before")" "$(per_r "$records_bytes")" "$(per_r "$manifest_bytes")" \
 	"$(per_r "$(( disk_before - records_bytes - manifest_bytes ))")"
-printf '  record files with zstd -1           %8s bytes (%s x the values; %.1f s for %d MB on one core)\n' \
-	"$(per_r "$z1_records")" "$(ratio_v "$z1_records")" "$z1_s" "$(( records_bytes / 1000000 ))"
-printf '  record files with zstd -3           %8s bytes (%s x the values; %.1f s)\n' \
-	"$(per_r "$z3_records")" "$(ratio_v "$z3_records")" "$z3_s"
-printf '  manifests with zstd -3              %8s bytes\n' "$(per_r "$z3_manifests")"
+printf '  (the source'"'"'s compression: %s) uncompressed, the record files hold %s bytes (%s x the values), the manifests %s\n' \
+	"$compression" "$(per_r "$records_raw")" "$(ratio_v "$records_raw")" "$(per_r "$manifest_raw")"
 printf '  catalog while live                  %8s bytes: batches %s, coordinates %s, accepted_events %s\n' \
 	"$(per_r "$catalog_before")" "$(per_r "$batches_before")" "$(per_r "$coordinates_before")" "$(per_r "$ids_before")"
 printf '  after expire(): disk %s, catalog %s bytes (batches %s, coordinates %s, accepted_events %s)\n' \

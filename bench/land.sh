@@ -30,7 +30,11 @@
 #                            kcat setting measured on this kind of machine)
 #   kafka_lake:              a new source, SELECT ... FROM kafka_lake.land(...)
 #                            of all 1,000,000 records in one call, in a
-#                            fresh backend; then its VmHWM
+#                            fresh backend (its batches compressed: a new
+#                            source's default); then its VmHWM
+#   kafka_lake, plain JSONL: the same with set_compression('none'): the
+#                            ratio says what the default compression costs
+#                            the landing
 #   kafka_lake, user contract: the same with a source whose contract is
 #                            machine_event_v1's definition created by
 #                            create_contract() (a contract like any other an
@@ -209,11 +213,13 @@ for n in 1 $(( (COUNT + 1) / 2 )) "$COUNT"; do
 done
 log "sanity: events 1, $(( (COUNT + 1) / 2 )) and $COUNT of $AVRO_TOPIC decode to the fields of $TOPIC's"
 
-# land_contract source contract file what: land every event into a new source of
+# land_contract source contract file what [compression]: land every event into a new source of
 # that contract, in a fresh backend; its time appended to file; the source dropped
 land_contract() {
-	local src=$1 contract=$2 file=$3 what=$4 landed t0 t1
+	local src=$1 contract=$2 file=$3 what=$4 compression=${5:-} landed t0 t1
 	psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.create_source('$src', 'bench_land', '$TOPIC', contract => '$contract')" >/dev/null
+	[ -z "$compression" ] ||
+		psql -X -q -v ON_ERROR_STOP=1 -c "SELECT kafka_lake.set_compression('$src', '$compression')" >/dev/null
 	psql -X -q -c CHECKPOINT
 	sync
 	t0=$(now)
@@ -226,7 +232,7 @@ land_contract() {
 		-c "VACUUM kafka_lake.accepted_events" >/dev/null
 }
 
-: >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm" ; : >"$OUT/land_user"
+: >"$OUT/kcat_default" ; : >"$OUT/kcat_tuned" ; : >"$OUT/land" ; : >"$OUT/hwm" ; : >"$OUT/land_user" ; : >"$OUT/land_plain"
 : >"$OUT/land_avro" ; : >"$OUT/hwm_avro" ; : >"$OUT/land_entity" ; : >"$OUT/limit_time"
 : >"$OUT/dba" ; : >"$OUT/dba_kcat" ; : >"$OUT/dba_copy" ; : >"$OUT/dba_insert"
 for run in $(seq "$RUNS"); do
@@ -262,6 +268,8 @@ for run in $(seq "$RUNS"); do
 	psql -X -q -c "SELECT kafka_lake.drop_source('$src', drop_landing => true)" \
 		-c "VACUUM kafka_lake.accepted_events" >/dev/null
 
+	# the same source writing plain JSONL (compression 'none') instead of the default zstd
+	land_contract "bench_land_plain_$run" machine_event_v1 "$OUT/land_plain" "plain JSONL" none
 	# the same events under a user-written copy of machine_event_v1, and as versions of entities
 	land_contract "bench_land_user_$run" bench_machine_events "$OUT/land_user" "user contract"
 	land_contract "bench_land_entity_$run" bench_machine_entities "$OUT/land_entity" "entity contract"
@@ -331,11 +339,12 @@ for run in $(seq "$RUNS"); do
 	psql -X -A -t -q -c "SELECT extract(epoch FROM '$ti'::timestamptz - '$tc'::timestamptz)" >>"$OUT/dba_copy"
 	echo "$(tail -1 "$OUT/dba") - $(tail -1 "$OUT/dba_kcat") - $(tail -1 "$OUT/dba_copy")" | bc >>"$OUT/dba_insert"
 
-	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, land with a user contract $(tail -1 "$OUT/land_user") s, land with an entity contract $(tail -1 "$OUT/land_entity") s, land of Avro $(tail -1 "$OUT/land_avro") s, physical limit $(tail -1 "$OUT/limit_time") s, peak backend memory $(( hwm_run / 1024 )) MiB (Avro $(( hwm_avro_run / 1024 )) MiB), kcat + COPY $(tail -1 "$OUT/dba") s"
+	log "run $run: kcat $(tail -1 "$OUT/kcat_default") s, kcat tuned $(tail -1 "$OUT/kcat_tuned") s, land $(tail -1 "$OUT/land") s, plain JSONL $(tail -1 "$OUT/land_plain") s, land with a user contract $(tail -1 "$OUT/land_user") s, land with an entity contract $(tail -1 "$OUT/land_entity") s, land of Avro $(tail -1 "$OUT/land_avro") s, physical limit $(tail -1 "$OUT/limit_time") s, peak backend memory $(( hwm_run / 1024 )) MiB (Avro $(( hwm_avro_run / 1024 )) MiB), kcat + COPY $(tail -1 "$OUT/dba") s"
 done
 
 kd=$(median <"$OUT/kcat_default"); kt=$(median <"$OUT/kcat_tuned"); ld=$(median <"$OUT/land")
 lu=$(median <"$OUT/land_user"); la=$(median <"$OUT/land_avro"); le=$(median <"$OUT/land_entity")
+lp=$(median <"$OUT/land_plain")
 lim=$(median <"$OUT/limit_time")
 db=$(median <"$OUT/dba"); dbk=$(median <"$OUT/dba_kcat"); dbc=$(median <"$OUT/dba_copy"); dbi=$(median <"$OUT/dba_insert")
 hwm=$(sort -g "$OUT/hwm" | tail -1); hwma=$(sort -g "$OUT/hwm_avro" | tail -1)
@@ -350,6 +359,7 @@ printf '  physical limit (bench/limit.c)     %8.3f s   (librdkafka to fsynced, r
 printf '  kcat + COPY + INSERT ON CONFLICT   %8.3f s   (medians: kcat %.3f s, COPY into staging %.3f s, INSERT and COMMIT %.3f s)\n' \
 	"$db" "$dbk" "$dbc" "$dbi"
 printf '  kafka_lake.land()                  %8.3f s   (%.0f records/s)\n' "$ld" "$(echo "$COUNT / $ld" | bc -l)"
+printf '  land(), plain JSONL                %8.3f s   (the same source with set_compression('"'"'none'"'"'))\n' "$lp"
 printf '  land(), a user-written contract    %8.3f s   (machine_event_v1'"'"'s definition through create_contract)\n' "$lu"
 printf '  land(), an entity contract         %8.3f s   (the user contract, its events versions of (work order, machine))\n' "$le"
 printf '  land(), the same events as Avro    %8.3f s   (%.0f records/s; Confluent framing, a contract over a registry subject; runs %s s)\n' \
@@ -358,6 +368,8 @@ printf '  ratio kcat default / land          %8.2f\n' "$(echo "$kd / $ld" | bc -
 printf '  ratio kcat tuned / land            %8.2f\n' "$(echo "$kt / $ld" | bc -l)"
 printf '  ratio physical limit / land        %8.2f   (goal >= 0.35)\n' "$(echo "$lim / $ld" | bc -l)"
 printf '  ratio kcat + COPY / land           %8.2f\n' "$(echo "$db / $ld" | bc -l)"
+printf '  ratio zstd / plain JSONL           %8.2f   (the cost of the default compression; run by run %s)\n' \
+	"$(echo "$ld / $lp" | bc -l)" "$(paste "$OUT/land" "$OUT/land_plain" | awk '{print $1 / $2}' | runs)"
 printf '  ratio user contract / built-in     %8.2f   (goal <= 1.10)\n' "$(echo "$lu / $ld" | bc -l)"
 printf '  ratio entity / user contract       %8.2f   (goal <= 1.10)\n' "$(echo "$le / $lu" | bc -l)"
 printf '  ratio land JSON / land Avro        %8.2f   (goal >= 1.0; > 1: Avro lands faster; run by run %s)\n' \

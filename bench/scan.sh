@@ -11,7 +11,9 @@
 # Steps: create a topic of 100 partitions (the test broker keeps only about
 # 5 MiB per partition, see test/broker/README.md) and fill it with 1,000,000
 # seed-style events; create a source and land it all (one batch per
-# partition); declare a typed foreign table over the accepted records;
+# partition, compressed: a new source's default), and a second source of the
+# same topic with set_compression('none') (plain JSONL); declare a typed
+# foreign table over the accepted records of each;
 # export the same records (the 13 event fields and the 5 Kafka fields of an
 # accepted.jsonl line) as CSV with a header and declare a file_fdw table
 # over it; then time
@@ -23,8 +25,9 @@
 # KL_BENCH_RUNS times each (default 5, interleaved,
 # after one untimed warm-up run each), with JIT and parallelism off so both
 # run the same plan shape.  Prints every run, the best and the median of
-# each, and the ratio file_fdw_time / kafka_lake_time (of the medians; > 1
-# means kafka_lake is faster).
+# each, the ratio file_fdw_time / kafka_lake_time (of the medians; > 1
+# means kafka_lake is faster), and plain_time / kafka_lake_time (what the
+# default compression costs the scan: < 1 means the plain JSONL reads faster).
 #
 # Settings: KL_BENCH_COUNT (default 1000000), KL_BENCH_PARTITIONS (100),
 # KL_BENCH_RUNS (5), KL_BENCH_REUSE=1 keeps and reuses a source landed by
@@ -57,6 +60,9 @@ if [ -z "${KL_BENCH_REUSE:-}" ] || [ "$exists" != 1 ]; then
 		  IF EXISTS (SELECT 1 FROM kafka_lake.sources WHERE source = '$SOURCE') THEN
 		    PERFORM kafka_lake.drop_source('$SOURCE', drop_landing => true);
 		  END IF;
+		  IF EXISTS (SELECT 1 FROM kafka_lake.sources WHERE source = '${SOURCE}_plain') THEN
+		    PERFORM kafka_lake.drop_source('${SOURCE}_plain', drop_landing => true);
+		  END IF;
 		END \$\$;
 		DROP SERVER IF EXISTS bench_kafka CASCADE;
 		CREATE SERVER bench_kafka FOREIGN DATA WRAPPER kafka_lake
@@ -79,6 +85,11 @@ if [ -z "${KL_BENCH_REUSE:-}" ] || [ "$exists" != 1 ]; then
 		SELECT format('%s batches, %s records, %s accepted', count(*), sum(records), sum(accepted))
 		  FROM landed WHERE status = 'landed' \gset
 		\echo :format
+		-- the same records as plain JSONL, for the cost of the default compression
+		SELECT FROM kafka_lake.create_source('${SOURCE}_plain', 'bench_kafka', '$TOPIC',
+		                                     group_id => 'bench-scan-plain-$TOPIC') \g /dev/null
+		SELECT FROM kafka_lake.set_compression('${SOURCE}_plain', 'none') \g /dev/null
+		SELECT FROM kafka_lake.land('${SOURCE}_plain', max_records => $COUNT * 2, timeout => '30 min') \g /dev/null
 	SQL
 	end=$(date +%s.%N)
 	log "landed in $(echo "$end - $start" | bc) s"
@@ -91,16 +102,20 @@ if [ "$landed" != "$COUNT" ]; then
 	exit 1
 fi
 
+# the 13 event fields and the 5 Kafka fields of an accepted line
+COLUMNS='event_id text, schema_version int, event_time timestamptz, business_date date,
+	plant_id text, line_id text, work_order_id text, machine_id text,
+	product_code text, operation text, units_produced int, defect_count int,
+	cycle_time_ms int, topic text, partition int, "offset" bigint, key text,
+	timestamp_ms bigint'
 log "typed foreign table, CSV export, file_fdw table"
 psql_q <<-SQL
 	DROP FOREIGN TABLE IF EXISTS bench_events_kl, bench_events_csv;
-	CREATE FOREIGN TABLE bench_events_kl (
-	    event_id text, schema_version int, event_time timestamptz, business_date date,
-	    plant_id text, line_id text, work_order_id text, machine_id text,
-	    product_code text, operation text, units_produced int, defect_count int,
-	    cycle_time_ms int, topic text, partition int, "offset" bigint, key text,
-	    timestamp_ms bigint)
+	CREATE FOREIGN TABLE bench_events_kl ($COLUMNS)
 	  SERVER bench_kafka OPTIONS (source '$SOURCE', status 'accepted');
+	DROP FOREIGN TABLE IF EXISTS bench_events_plain;
+	CREATE FOREIGN TABLE bench_events_plain ($COLUMNS)
+	  SERVER bench_kafka OPTIONS (source '${SOURCE}_plain', status 'accepted');
 
 	SELECT current_setting('data_directory') || '/bench_scan_events.csv' AS csv_path \gset
 	COPY (SELECT * FROM bench_events_kl) TO :'csv_path' WITH (FORMAT csv, HEADER true);
@@ -108,12 +123,7 @@ psql_q <<-SQL
 	CREATE EXTENSION IF NOT EXISTS file_fdw;
 	DROP SERVER IF EXISTS bench_files CASCADE;
 	CREATE SERVER bench_files FOREIGN DATA WRAPPER file_fdw;
-	CREATE FOREIGN TABLE bench_events_csv (
-	    event_id text, schema_version int, event_time timestamptz, business_date date,
-	    plant_id text, line_id text, work_order_id text, machine_id text,
-	    product_code text, operation text, units_produced int, defect_count int,
-	    cycle_time_ms int, topic text, partition int, "offset" bigint, key text,
-	    timestamp_ms bigint)
+	CREATE FOREIGN TABLE bench_events_csv ($COLUMNS)
 	  SERVER bench_files OPTIONS (filename :'csv_path', format 'csv', header 'true');
 
 SQL
@@ -138,6 +148,7 @@ psql_q -At <<-SQL
 	CREATE TEMP TABLE runs (engine text, run int, ms float8, result text);
 	SELECT FROM pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_kl');
 	SELECT FROM pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_csv');
+	SELECT FROM pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_plain');
 	SELECT FROM pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM kafka_lake.${SOURCE}_events');
 	DO \$\$
 	BEGIN
@@ -148,6 +159,8 @@ psql_q -At <<-SQL
 	      pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM kafka_lake.${SOURCE}_events') t;
 	    INSERT INTO runs SELECT 'file_fdw', i, t.* FROM
 	      pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_csv') t;
+	    INSERT INTO runs SELECT 'kl_plain', i, t.* FROM
+	      pg_temp.time_ms('SELECT (count(*), sum(units_produced))::text FROM bench_events_plain') t;
 	  END LOOP;
 	END \$\$;
 	SELECT format('%-10s run %s: %s ms  %s', engine, run, to_char(ms, 'FM99990.0'), result) FROM runs ORDER BY engine DESC, run;
@@ -168,6 +181,13 @@ psql_q -At <<-SQL
 	SELECT format('ratio file_fdw_time / kafka_lake_time: %s (median), %s (best)',
 	              round((f.median / k.median)::numeric, 2), round((f.best / k.best)::numeric, 2))
 	  FROM s f, s k WHERE f.engine = 'file_fdw' AND k.engine = 'kafka_lake';
+	WITH s AS (
+	  SELECT engine, min(ms) AS best,
+	         percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS median
+	  FROM runs GROUP BY engine)
+	SELECT format('ratio plain JSONL time / zstd time (the same typed table over the same records, set_compression(''none'')): %s (median), %s (best)',
+	              round((f.median / k.median)::numeric, 2), round((f.best / k.best)::numeric, 2))
+	  FROM s f, s k WHERE f.engine = 'kl_plain' AND k.engine = 'kafka_lake';
 	WITH s AS (
 	  SELECT engine, min(ms) AS best,
 	         percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS median

@@ -83,9 +83,12 @@ kl_claim_check_batches(KlSource *src, const char *dir)
 	{
 		struct stat st;
 		char	   *manifest = psprintf("%s/%s/manifest.json", dir, (char *) lfirst(cell));
+		char	   *compressed = psprintf("%s.zst", manifest);
 
 		CHECK_FOR_INTERRUPTS();
-		if (lstat(manifest, &st) != 0 || !S_ISREG(st.st_mode))
+		/* a plain batch's manifest, or a compressed one's */
+		if ((lstat(manifest, &st) != 0 || !S_ISREG(st.st_mode)) &&
+			(lstat(compressed, &st) != 0 || !S_ISREG(st.st_mode)))
 		{
 			if (first == NULL)
 				first = lfirst(cell);
@@ -97,7 +100,7 @@ kl_claim_check_batches(KlSource *src, const char *dir)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("\"%s\" is not the landing of source \"%s\": %d of its %d batches are not there",
 						dir, src->source, missing, list_length(batches)),
-				 errdetail("The first missing is %s (its manifest.json).", first),
+				 errdetail("The first missing is %s (its manifest.json, or manifest.json.zst).", first),
 				 errhint("Copy the source's whole directory (cp -a) and claim the copy; nothing was changed.")));
 	return list_length(batches);
 }

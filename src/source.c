@@ -3,7 +3,7 @@
  * source.c
  *	  Sources: create_source() and drop_source(), which reach every
  *	  subsystem (the landing, the typed table, the bridge's silver and
- *	  golds).
+ *	  golds), and set_compression(), how its new batches are stored.
  *
  * A source is a row of kafka_lake.sources, a directory under the landing
  * directory carrying this database's marker (landing_files.c), and the
@@ -53,9 +53,11 @@
 #include "kl_catalog/locks.h"
 #include "landing/fileundo.h"
 #include "landing/landing_files.h"
+#include "landing/source_lock.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_create_source);
 PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
+PG_FUNCTION_INFO_V1(kafka_lake_set_compression);
 PG_FUNCTION_INFO_V1(kafka_lake_create_contract_1_3);
 
 /*
@@ -274,6 +276,39 @@ kafka_lake_drop_source(PG_FUNCTION_ARGS)
 		kl_undo_remove_tree_at_commit(src->dir, src->source_id,
 									  "drop_source(drop_landing => true)");
 
+	PG_RETURN_VOID();
+}
+
+/*
+ * kafka_lake_set_compression
+ *		set_compression(source, compression): how the source's batches are
+ *		stored from its next landing on ('zstd' or 'none').  What landed
+ *		stays as it is (compact() writes the batches it merges the new way).
+ */
+Datum
+kafka_lake_set_compression(PG_FUNCTION_ARGS)
+{
+	KlSource   *src;
+	char	   *name;
+	int			compression;
+
+	kl_check_not_null(fcinfo, 0, "source", NULL);
+	kl_check_not_null(fcinfo, 1, "compression", "'zstd' or 'none'.");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	compression = kl_compression_of(name);
+	if (compression < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown compression \"%s\"", name),
+				 errhint("'zstd' (each file one zstd frame) or 'none' (plain JSONL).")));
+	if (!kl_catalog_has_compression())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the kafka_lake catalog of this database is older than its library"),
+				 errhint("Run ALTER EXTENSION kafka_lake UPDATE.")));
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	kl_source_lock(src);
+	kl_catalog_set_compression(src, compression);
 	PG_RETURN_VOID();
 }
 

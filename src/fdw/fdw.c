@@ -1408,21 +1408,21 @@ kl_scan_error_callback(void *arg)
 	{
 		if (st->current_attr && st->current_value)
 			errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld, column %s: %s",
-					   st->src->source, st->batch->batch_id, kl_file_names[st->file],
+					   st->src->source, st->batch->batch_id, kl_batch_file(st->batch, st->file),
 					   (long long) st->reader.lineno, st->current_attr->name,
 					   kl_value_excerpt(st->current_value));
 		else if (st->current_attr)
 			errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld, column %s",
-					   st->src->source, st->batch->batch_id, kl_file_names[st->file],
+					   st->src->source, st->batch->batch_id, kl_batch_file(st->batch, st->file),
 					   (long long) st->reader.lineno, st->current_attr->name);
 		else
 			errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld",
-					   st->src->source, st->batch->batch_id, kl_file_names[st->file],
+					   st->src->source, st->batch->batch_id, kl_batch_file(st->batch, st->file),
 					   (long long) st->reader.lineno);
 	}
 	else if (st->batch && st->file >= 0)
 		errcontext("kafka_lake source \"%s\", batch %s, file %s",
-				   st->src->source, st->batch->batch_id, kl_file_names[st->file]);
+				   st->src->source, st->batch->batch_id, kl_batch_file(st->batch, st->file));
 	else if (st->batch)
 		errcontext("kafka_lake source \"%s\", batch %s", st->src->source, st->batch->batch_id);
 }

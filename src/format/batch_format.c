@@ -102,6 +102,7 @@
 #include "common/base64.h"
 #include "port/pg_bitutils.h"
 #include "utils/datetime.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "base/digest.h"
@@ -113,6 +114,55 @@
 const char *const kl_file_names[KL_NFILES] = {
 	"accepted.jsonl", "duplicates.jsonl", "quarantine.jsonl"
 };
+
+/* the files of a batch by its compression: the record files, then the manifest */
+static const char *const kl_batch_file_names[2][KL_NFILES + 1] = {
+	{"accepted.jsonl", "duplicates.jsonl", "quarantine.jsonl", "manifest.json"},
+	{"accepted.jsonl.zst", "duplicates.jsonl.zst", "quarantine.jsonl.zst", "manifest.json.zst"}
+};
+
+/*
+ * kl_batch_file
+ *		The name of one file of a batch (KL_FILE_*, or KL_NFILES for its
+ *		manifest): a compressed batch's names end in .zst.
+ */
+const char *
+kl_batch_file(const KlBatch *b, int file)
+{
+	return kl_file_name(b->compression, file);
+}
+
+/*
+ * kl_file_name
+ *		kl_batch_file, for a compression (KL_COMPRESS_*).
+ */
+const char *
+kl_file_name(int compression, int file)
+{
+	Assert(file >= 0 && file <= KL_NFILES);
+	return kl_batch_file_names[compression == KL_COMPRESS_ZSTD ? 1 : 0][file];
+}
+
+/*
+ * kl_compression_name, kl_compression_of
+ *		A compression's name in the catalog and the manifest ('none',
+ *		'zstd'), and back (-1: not one).
+ */
+const char *
+kl_compression_name(int compression)
+{
+	return compression == KL_COMPRESS_ZSTD ? "zstd" : "none";
+}
+
+int
+kl_compression_of(const char *name)
+{
+	if (name == NULL || strcmp(name, "none") == 0)
+		return KL_COMPRESS_NONE;
+	if (strcmp(name, "zstd") == 0)
+		return KL_COMPRESS_ZSTD;
+	return -1;
+}
 
 const char *const kl_status_names[KL_NFILES] = {
 	"accepted", "duplicate_event_id", "quarantined"
@@ -700,6 +750,8 @@ kl_manifest_append_head(StringInfo doc, const KlBatch *b)
 		}
 		appendStringInfoString(doc, "  ]");
 	}
+	if (b->compression != KL_COMPRESS_NONE)
+		appendStringInfo(doc, ",\n  \"compression\": \"%s\"", kl_compression_name(b->compression));
 	if (!kl_batch_is_machine_event_v1(b))
 	{
 		/* other contracts than the seed's say which (the seed's tools skip it) */
@@ -780,11 +832,16 @@ kl_manifest_append_tail(StringInfo doc, const KlBatch *b, const char *topic_json
 {
 	appendStringInfoString(doc, "  ],\n  \"files\": {\n");
 	for (int i = 0; i < KL_NFILES; i++)
-		appendStringInfo(doc,
-						 "    \"%s\": {\"bytes\": %lld, \"crc32c\": %u, \"lines\": %lld, \"sha256\": \"%s\"}%s\n",
-						 kl_file_names[i], (long long) b->files[i].bytes,
-						 b->files[i].crc32c, (long long) b->files[i].lines,
+	{
+		appendStringInfo(doc, "    \"%s\": {\"bytes\": %lld, \"crc32c\": %u, \"lines\": %lld, ",
+						 kl_batch_file(b, i), (long long) b->files[i].bytes,
+						 b->files[i].crc32c, (long long) b->files[i].lines);
+		/* a compressed file: the bytes of its lines, which a reader makes room for */
+		if (b->compression != KL_COMPRESS_NONE)
+			appendStringInfo(doc, "\"raw_bytes\": %lld, ", (long long) b->files[i].raw_bytes);
+		appendStringInfo(doc, "\"sha256\": \"%s\"}%s\n",
 						 b->files[i].sha256, i + 1 < KL_NFILES ? "," : "");
+	}
 	appendStringInfoString(doc, "  },\n  \"format_version\": 1,\n");
 	appendStringInfo(doc, "  \"input_offset_end\": %lld,\n", (long long) b->last_offset);
 	appendStringInfo(doc, "  \"input_offset_start\": %lld,\n", (long long) b->first_offset);
@@ -930,6 +987,7 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 	KlJsonValue v;
 	uint8		digest[KL_SHA256_LEN];
 	int			cap = 0;
+	bool		named_zst = false;
 
 	memset(b, 0, sizeof(*b));
 	b->contract = KL_MACHINE_EVENT_V1;
@@ -966,6 +1024,16 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 		}
 		else if (KEY_IS(k, "contract_version"))
 			b->contract_version = (int32) kl_manifest_int(&v, path, "contract_version");
+		else if (KEY_IS(k, "compression"))
+		{
+			char	   *name = kl_manifest_text(&v, path, "compression");
+
+			b->compression = name ? kl_compression_of(name) : -1;
+			if (b->compression < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid \"compression\"", path)));
+		}
 		else if (KEY_IS(k, "kind"))
 		{
 			char	   *kind = kl_manifest_text(&v, path, "kind");
@@ -1066,8 +1134,16 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 
 				for (int i = 0; i < KL_NFILES; i++)
 				{
-					if (kl_json_key_is(&fk, kl_file_names[i], strlen(kl_file_names[i])))
-						idx = i;
+					for (int c = 0; c < 2; c++)
+					{
+						const char *name = kl_batch_file_names[c][i];
+
+						if (kl_json_key_is(&fk, name, strlen(name)))
+						{
+							idx = i;
+							named_zst |= (c == 1);
+						}
+					}
 				}
 				if (idx < 0)
 					continue;
@@ -1076,6 +1152,8 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 				{
 					if (KEY_IS(ak, "bytes"))
 						b->files[idx].bytes = kl_manifest_int(&av, path, "bytes");
+					else if (KEY_IS(ak, "raw_bytes"))
+						b->files[idx].raw_bytes = kl_manifest_int(&av, path, "raw_bytes");
 					else if (KEY_IS(ak, "lines"))
 						b->files[idx].lines = kl_manifest_int(&av, path, "lines");
 					else if (KEY_IS(ak, "crc32c"))
@@ -1142,6 +1220,20 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" has entries outside its offset range", path)));
+	/* a compressed batch's files are named *.zst, and only its */
+	if (named_zst != (b->compression == KL_COMPRESS_ZSTD))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" names its files against its \"compression\"", path)));
+	for (int i = 0; i < KL_NFILES; i++)
+	{
+		if (b->compression == KL_COMPRESS_NONE)
+			b->files[i].raw_bytes = b->files[i].bytes;
+		else if (b->files[i].raw_bytes < 0 || b->files[i].raw_bytes > MaxAllocHugeSize)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("manifest \"%s\" has an invalid \"raw_bytes\"", path)));
+	}
 }
 
 /* ----------------------------------------------------------------

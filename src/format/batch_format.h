@@ -84,10 +84,15 @@ typedef struct KlRecord
 	size_t		avro_payload_len;
 } KlRecord;
 
+/* How a batch's files are stored (the source's compression when it landed) */
+#define KL_COMPRESS_NONE		0	/* plain JSONL and JSON */
+#define KL_COMPRESS_ZSTD		1	/* each file one zstd frame, named *.zst */
+
 /* One checked file of a batch */
 typedef struct KlFileInfo
 {
-	int64		bytes;
+	int64		bytes;			/* on disk (compressed, if the batch is) */
+	int64		raw_bytes;		/* of its lines: bytes when not compressed */
 	int64		lines;
 	uint32		crc32c;
 	char		sha256[KL_SHA256_HEX_LEN + 1];
@@ -119,6 +124,7 @@ typedef struct KlBatch
 								 * a catalog that has not recorded them
 								 * (landed by 1.0) */
 	uint32		manifest_crc32c;
+	int			compression;	/* KL_COMPRESS_*: landed, manifest, catalog */
 	/* from the catalog */
 	char	   *demoted_statuses;	/* statuses, only when one is 'D', 'R',
 									 * 'X' or 'P' */
@@ -201,6 +207,10 @@ typedef struct KlLine
 } KlLine;
 
 extern const char *const kl_file_names[KL_NFILES];
+extern const char *kl_batch_file(const KlBatch *b, int file);
+extern const char *kl_file_name(int compression, int file);
+extern const char *kl_compression_name(int compression);
+extern int	kl_compression_of(const char *name);
 struct KlAvroWire;
 extern void kl_record_framing(const KlContract *c, KlRecord *r);
 extern const char *kl_record_wire(const KlRecord *r, struct KlAvroWire *wire, bool *in_header);

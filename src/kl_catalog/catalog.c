@@ -265,11 +265,10 @@ kl_source_lookup(const char *name)
 	MemoryContext caller = CurrentMemoryContext;
 
 	cs = kl_catalog_begin();
-	kl_spi_exec(kl_catalog_has_contracts() ?
-				"SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
-				" landing_dir, contract_version FROM kafka_lake.sources WHERE source = $1" :
-				"SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
-				" landing_dir, 1 FROM kafka_lake.sources WHERE source = $1",
+	kl_spi_exec(psprintf("SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
+						 " landing_dir, %s, %s FROM kafka_lake.sources WHERE source = $1",
+						 kl_catalog_has_contracts() ? "contract_version" : "1",
+						 kl_catalog_has_compression() ? "compression" : "'none'"),
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -296,6 +295,12 @@ kl_source_lookup(const char *name)
 		src->cluster_id = SPI_getvalue(tup, desc, 7);
 		src->dir = psprintf("%s/%s", SPI_getvalue(tup, desc, 8), src->source);
 		src->contract_version = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+		src->compression = kl_compression_of(SPI_getvalue(tup, desc, 10));
+		if (src->compression < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("source \"%s\" has a compression kafka_lake does not know", src->source),
+					 errhint("The catalog was edited: set it with kafka_lake.set_compression().")));
 		MemoryContextSwitchTo(old);
 	}
 	kl_catalog_end(cs);
@@ -1367,6 +1372,36 @@ kl_catalog_has_manifest_checks(void)
 }
 
 /*
+ * kl_catalog_has_compression
+ *		Does the catalog record how batches are stored (version 1.7 on:
+ *		sources.compression, batches.compression and file_raw_bytes)?
+ *		Without it every batch is plain JSONL.
+ */
+bool
+kl_catalog_has_compression(void)
+{
+	return get_attnum(kl_catalog_relid("sources"), "compression") != InvalidAttrNumber;
+}
+
+/*
+ * kl_catalog_set_compression
+ *		Store how a source's new batches are written (KL_COMPRESS_*).
+ */
+void
+kl_catalog_set_compression(KlSource *src, int compression)
+{
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(src->source_id),
+	CStringGetTextDatum(kl_compression_name(compression))};
+	KlCatalogSave cs;
+
+	cs = kl_catalog_begin();
+	kl_spi_exec("UPDATE kafka_lake.sources SET compression = $2 WHERE source_id = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	kl_catalog_end(cs);
+}
+
+/*
  * kl_catalog_has_lifecycle
  *		Does kafka_lake.batches record compactions and expiries (version 1.1
  *		on)?  A database still at 1.0 has neither: nothing in it is
@@ -1386,13 +1421,14 @@ void
 kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, int n)
 {
 	KlCatalogSave cs;
-	Oid			btypes[24] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
+	Oid			btypes[26] = {INT4OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
 		INT4OID, INT4OID, INT4OID, INT4OID, DATEOID, DATEOID,
 		INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID,
-	INT8OID, INT8OID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
-	Datum		bvalues[24];
-	char		bnulls[24];
+	INT8OID, INT8OID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID, INT8ARRAYOID};
+	Datum		bvalues[26];
+	char		bnulls[26];
 	Datum		fb[KL_NFILES],
+				fr[KL_NFILES],
 				fl[KL_NFILES],
 				fc[KL_NFILES],
 				fs[KL_NFILES];
@@ -1408,6 +1444,7 @@ kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, i
 	for (int i = 0; i < KL_NFILES; i++)
 	{
 		fb[i] = Int64GetDatum(b->files[i].bytes);
+		fr[i] = Int64GetDatum(b->files[i].raw_bytes);
 		fl[i] = Int64GetDatum(b->files[i].lines);
 		fc[i] = Int64GetDatum((int64) b->files[i].crc32c);
 		fs[i] = CStringGetTextDatum(b->files[i].sha256);
@@ -1478,9 +1515,32 @@ kl_catalog_insert_batch(KlSource *src, const KlBatch *b, const KlRecord *recs, i
 		bnulls[23] = 'n';
 	}
 	cvalues[9] = BoolGetDatum(b->readmit);
+	/* a plain batch has no compression and no raw sizes (they are its sizes) */
+	if (b->compression != KL_COMPRESS_NONE)
+	{
+		bvalues[24] = CStringGetTextDatum(kl_compression_name(b->compression));
+		bvalues[25] = kl_array_of(fr, KL_NFILES, INT8OID);
+	}
+	else
+	{
+		bvalues[24] = bvalues[25] = (Datum) 0;
+		bnulls[24] = bnulls[25] = 'n';
+	}
 
 	cs = kl_catalog_begin();
-	if (kl_catalog_has_contracts())
+	if (kl_catalog_has_compression())
+		kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
+					" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
+					" quarantine_count, min_business_date, max_business_date, file_bytes,"
+					" file_lines, file_crc32c, file_sha256, manifest_sha256, landed_by,"
+					" manifest_bytes, manifest_crc32c, contract, contract_version, kind, readmit_of,"
+					" compression, file_raw_bytes)"
+					" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+					" $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)",
+					26, btypes, bvalues, bnulls, SPI_OK_INSERT);
+	else if (b->compression != KL_COMPRESS_NONE)
+		elog(ERROR, "a compressed batch needs kafka_lake 1.7");
+	else if (kl_catalog_has_contracts())
 		kl_spi_exec("INSERT INTO kafka_lake.batches (source_id, batch_id, topic, partition,"
 					" first_offset, last_offset, record_count, accepted_count, duplicate_count,"
 					" quarantine_count, min_business_date, max_business_date, file_bytes,"
@@ -1712,7 +1772,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
-					 " b.record_count, %s, %s, %s, b.created_at, b.topic"
+					 " b.record_count, %s, %s, %s, b.created_at, b.topic, %s"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1733,6 +1793,8 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 "b.contract, b.contract_version, b.kind = 'readmit', b.readmit_of" :
 					 "NULL::text, NULL::integer, false, NULL::text",
 					 kl_catalog_has_lifecycle() ? "b.expired_at" : "NULL::timestamptz",
+					 kl_catalog_has_compression() ?
+					 "b.compression, b.file_raw_bytes" : "NULL::text, NULL::bigint[]",
 					 files.data);
 
 	cs = kl_catalog_begin();
@@ -1852,6 +1914,19 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 		b->landed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 27, &isnull));
 		b->topic = TextDatumGetCString(SPI_getbinval(tup, desc, 28, &isnull));
 		b->topic_index = kl_source_topic_index(src, b->topic);
+		d = SPI_getbinval(tup, desc, 29, &isnull);
+		b->compression = isnull ? KL_COMPRESS_NONE : kl_compression_of(TextDatumGetCString(d));
+		d = SPI_getbinval(tup, desc, 30, &isnull);
+		if (b->compression < 0 || (b->compression != KL_COMPRESS_NONE && isnull))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the row of batch %s in kafka_lake.batches has a compression kafka_lake did not write",
+							b->batch_id),
+					 errhint("The catalog was edited: restore the row, or run kafka_lake.recover() after removing it so that the batch is adopted again from its manifest.")));
+		if (!isnull)
+			kl_int8_array3(d, v);
+		for (int i = 0; i < KL_NFILES; i++)
+			b->files[i].raw_bytes = isnull ? b->files[i].bytes : v[i];
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}

@@ -39,6 +39,8 @@ typedef struct KlSource
 	int32		contract_version;	/* 1 in a catalog without contracts */
 	char	   *cluster_id;		/* NULL until the first land() */
 	char	   *dir;			/* <landing root>/<source> */
+	int			compression;	/* KL_COMPRESS_* of new batches (none in a
+								 * catalog without sources.compression) */
 } KlSource;
 
 /* Bounds on the batches and files a reader needs */
@@ -114,6 +116,8 @@ extern void kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids);
 extern void kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs);
 extern bool kl_catalog_has_manifest_checks(void);
 extern bool kl_catalog_has_lifecycle(void);
+extern bool kl_catalog_has_compression(void);
+extern void kl_catalog_set_compression(KlSource *src, int compression);
 extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,
 									const KlRecord *recs, int n);
 extern void kl_catalog_record_commit(KlSource *src, int32 partition, int64 offset,

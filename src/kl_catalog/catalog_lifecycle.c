@@ -287,7 +287,9 @@ kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit, bool closed_
 						   " SELECT b.batch_id, b.first_offset, b.last_offset, b.record_count,"
 						   " b.min_business_date, b.max_business_date,"
 						   " b.file_bytes[1], b.file_bytes[2], b.file_bytes[3],"
-						   " b.kind = 'readmit', b.readmit_of"
+						   " b.kind = 'readmit', b.readmit_of, ");
+	appendStringInfoString(&sql, kl_catalog_has_compression() ? "b.compression" : "NULL::text");
+	appendStringInfoString(&sql,
 						   " FROM e JOIN kafka_lake.batches b"
 						   "   ON b.source_id = $1 AND b.expired_at IS NULL"
 						   "  AND (b.batch_id = e.batch_id"
@@ -337,6 +339,8 @@ kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit, bool closed_
 		d = SPI_getbinval(tup, desc, 11, &isnull);
 		if (!isnull)
 			text_to_cstring_buffer(DatumGetTextPP(d), b->readmit_of, sizeof(b->readmit_of));
+		d = SPI_getbinval(tup, desc, 12, &isnull);
+		b->compression = isnull ? KL_COMPRESS_NONE : kl_compression_of(TextDatumGetCString(d));
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}

@@ -27,6 +27,17 @@
  * passes a buffer of its own (kl_reader_open_buffer), which is reused from
  * file to file instead of being allocated, faulted in and freed for each.
  *
+ * A compressed batch (batches.compression zstd: landing_files.c) is checked
+ * the same way, on the bytes on disk: its size and CRC-32C first, and only a
+ * frame that passes is uncompressed (kl_unzstd, into the buffer a plain file
+ * would be read into, sized by the catalog's raw_bytes: a frame that holds
+ * more is refused, never grown into), then its lines are counted.  So an
+ * edited frame never reaches zstd, and what zstd gives is bounded.  A
+ * manifest, whose uncompressed size the catalog does not keep, is
+ * uncompressed by streaming into memory that grows (kl_unzstd_grow), after
+ * the same checks where the catalog has them (not for a batch recover()
+ * adopts, whose manifest is what is being checked).
+ *
  * Reading ahead.  The bridge reads the next batch's file while it parses
  * the current one (kl_reader_open_ahead): the file is opened and its size
  * checked on the backend, then read, its lines counted and its CRC-32C
@@ -53,6 +64,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -81,10 +93,10 @@ kl_file_error_callback(void *arg)
 
 	if (r->lineno > 0)
 		errcontext("kafka_lake source \"%s\", batch %s, file %s, line %lld",
-				   r->source, r->batch->batch_id, kl_file_names[r->file], (long long) r->lineno);
+				   r->source, r->batch->batch_id, kl_batch_file(r->batch, r->file), (long long) r->lineno);
 	else
 		errcontext("kafka_lake source \"%s\", batch %s, file %s",
-				   r->source, r->batch->batch_id, kl_file_names[r->file]);
+				   r->source, r->batch->batch_id, kl_batch_file(r->batch, r->file));
 }
 
 /*
@@ -222,8 +234,8 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 				char **buffer, size_t *buffer_size, KlReadAhead *ra)
 {
 	char	   *dir = kl_batch_partition_dir(src, b);
-	char	   *path = psprintf("%s/%s%s/%s", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id,
-								kl_file_names[file]);
+	const char *name = kl_batch_file(b, file);
+	char	   *path = psprintf("%s/%s%s/%s", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id, name);
 	const KlFileInfo *expect = &b->files[file];
 	int			fd;
 	const char *not_regular;
@@ -243,14 +255,14 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file %s of batch %s of source \"%s\" is not a regular file",
-						kl_file_names[file], b->batch_id, src->source),
+						name, b->batch_id, src->source),
 				 errdetail("\"%s\" is %s.", path, not_regular),
 				 kl_corrupt_hint(src->source)));
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file %s of batch %s of source \"%s\" is missing",
-						kl_file_names[file], b->batch_id, src->source),
+						name, b->batch_id, src->source),
 				 errdetail("Could not open \"%s\": %m.", path),
 				 kl_corrupt_hint(src->source)));
 	if (fstat(fd, &st) != 0)
@@ -264,19 +276,20 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file %s of batch %s of source \"%s\" has %lld bytes, its manifest says %lld",
-						kl_file_names[file], b->batch_id, src->source,
+						name, b->batch_id, src->source,
 						(long long) st.st_size, (long long) expect->bytes),
 				 errdetail("The file was %s after it was landed.",
 						   st.st_size < expect->bytes ? "truncated" : "extended"),
 				 kl_corrupt_hint(src->source)));
 	}
 
-	if (*buffer == NULL || *buffer_size < (size_t) expect->bytes + 1)
+	/* room for its lines (a compressed file's, uncompressed) */
+	if (*buffer == NULL || *buffer_size < (size_t) expect->raw_bytes + 1)
 	{
 		if (*buffer)
 			pfree(*buffer);
 		*buffer = NULL;
-		*buffer_size = Max((size_t) expect->bytes + 1, 64 * 1024);
+		*buffer_size = Max((size_t) expect->raw_bytes + 1, 64 * 1024);
 		*buffer = MemoryContextAllocHuge(CurrentMemoryContext, *buffer_size);
 	}
 	r->data = *buffer;
@@ -286,6 +299,14 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 	ra->fd = fd;
 	ra->data = r->data;
 	ra->want = (size_t) expect->bytes;
+	ra->compressed = (b->compression != KL_COMPRESS_NONE);
+	if (ra->compressed)
+	{
+		/* the frame is read here first, and only once it is the landed one, uncompressed */
+		ra->frame = MemoryContextAllocHuge(CurrentMemoryContext, (size_t) expect->bytes + 1);
+		ra->raw_want = (size_t) expect->raw_bytes;
+		ra->expect_crc = expect->crc32c;
+	}
 }
 
 /*
@@ -298,13 +319,15 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 static void
 kl_reader_fill(KlReadAhead *ra, bool backend, const volatile bool *cancel)
 {
+	char	   *into = ra->compressed ? ra->frame : ra->data;
+
 	while (ra->done < ra->want && !*cancel)
 	{
 		ssize_t		n;
 
 		if (backend)
 			CHECK_FOR_INTERRUPTS();
-		n = read(ra->fd, ra->data + ra->done, Min(ra->want - ra->done, KL_READ_CHUNK));
+		n = read(ra->fd, into + ra->done, Min(ra->want - ra->done, KL_READ_CHUNK));
 
 		if (n < 0)
 		{
@@ -315,10 +338,18 @@ kl_reader_fill(KlReadAhead *ra, bool backend, const volatile bool *cancel)
 			break;
 		ra->done += n;
 	}
-	ra->data[ra->done] = '\0';
-	for (const char *p = ra->data; (p = memchr(p, '\n', ra->data + ra->done - p)) != NULL; p++)
+	ra->crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, into, ra->done));
+	ra->raw_done = ra->done;
+	if (ra->compressed)
+	{
+		/* only the bytes that landed are uncompressed (never an edited frame) */
+		ra->raw_done = 0;
+		if (ra->done == ra->want && ra->crc == ra->expect_crc)
+			ra->zstd_error = kl_unzstd(ra->frame, ra->done, ra->data, ra->raw_want, &ra->raw_done);
+	}
+	ra->data[ra->raw_done] = '\0';
+	for (const char *p = ra->data; (p = memchr(p, '\n', ra->data + ra->raw_done - p)) != NULL; p++)
 		ra->lines++;
-	ra->crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, ra->data, ra->done));
 }
 
 /*
@@ -345,20 +376,31 @@ kl_reader_finish(KlFileReader *r, KlReadAhead *ra)
 				 errmsg("could not read file \"%s\": %m", path),
 				 errhint("Check the file system of kafka_lake.landing_dir.")));
 	}
-	r->len = done;
+	if (ra->frame)
+		pfree(ra->frame);
+	ra->frame = NULL;
+	r->len = ra->raw_done;
 	if (done != (size_t) expect->bytes || ra->lines != expect->lines || ra->crc != expect->crc32c ||
+		ra->zstd_error != NULL || r->len != (size_t) expect->raw_bytes ||
 		(r->len > 0 && r->data[r->len - 1] != '\n'))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file %s of batch %s of source \"%s\" does not match its manifest",
-						kl_file_names[file], b->batch_id, r->source),
+						kl_batch_file(b, file), b->batch_id, r->source),
 				 done != (size_t) expect->bytes ?
 				 errdetail("Only %zu of its %lld bytes could be read.",
 						   done, (long long) expect->bytes) :
+				 ra->crc != expect->crc32c ?
+				 errdetail("Its CRC-32C differs from its manifest's: its bytes were edited.") :
+				 ra->zstd_error != NULL ?
+				 errdetail("Its zstd frame cannot be uncompressed: %s.", ra->zstd_error) :
+				 r->len != (size_t) expect->raw_bytes ?
+				 errdetail("It holds %zu bytes of lines, its manifest says %lld.",
+						   r->len, (long long) expect->raw_bytes) :
 				 ra->lines != expect->lines ?
 				 errdetail("It has %lld lines, its manifest says %lld.",
 						   (long long) ra->lines, (long long) expect->lines) :
-				 errdetail("Its CRC-32C differs from its manifest's: its bytes were edited."),
+				 errdetail("Its last line has no line feed."),
 				 kl_corrupt_hint(r->source)));
 
 	r->pos = r->data;
@@ -453,7 +495,8 @@ void
 kl_check_manifest(KlSource *src, const KlBatch *b)
 {
 	char	   *dir = kl_batch_partition_dir(src, b);
-	char	   *path = psprintf("%s/%s%s/manifest.json", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id);
+	const char *name = kl_batch_file(b, KL_NFILES);
+	char	   *path = psprintf("%s/%s%s/%s", dir, KL_BATCH_DIR_PREFIX(b), b->batch_id, name);
 	const char *not_regular;
 	int			fd = kl_open_landed(path, &not_regular);
 	struct stat st;
@@ -470,15 +513,15 @@ kl_check_manifest(KlSource *src, const KlBatch *b)
 	if (fd < 0 && not_regular != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest.json of batch %s of source \"%s\" is not a regular file",
-						b->batch_id, src->source),
+				 errmsg("%s of batch %s of source \"%s\" is not a regular file",
+						name, b->batch_id, src->source),
 				 errdetail("\"%s\" is %s.", path, not_regular),
 				 kl_corrupt_hint(src->source)));
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest.json of batch %s of source \"%s\" is missing",
-						b->batch_id, src->source),
+				 errmsg("%s of batch %s of source \"%s\" is missing",
+						name, b->batch_id, src->source),
 				 errdetail("Could not open \"%s\": %m.", path),
 				 kl_corrupt_hint(src->source)));
 	if (fstat(fd, &st) != 0)
@@ -489,8 +532,8 @@ kl_check_manifest(KlSource *src, const KlBatch *b)
 	if (by_crc && st.st_size != b->manifest_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
-						b->batch_id, src->source),
+				 errmsg("%s of batch %s of source \"%s\" does not match the catalog",
+						name, b->batch_id, src->source),
 				 errdetail("It has %lld bytes; the catalog recorded %lld when the batch landed.",
 						   (long long) st.st_size, (long long) b->manifest_bytes),
 				 kl_corrupt_hint(src->source)));
@@ -530,8 +573,8 @@ kl_check_manifest(KlSource *src, const KlBatch *b)
 	if (!same)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("manifest.json of batch %s of source \"%s\" does not match the catalog",
-						b->batch_id, src->source),
+				 errmsg("%s of batch %s of source \"%s\" does not match the catalog",
+						name, b->batch_id, src->source),
 				 errdetail(by_crc ?
 						   "Its CRC-32C differs from the one the catalog recorded when the batch landed: it was edited." :
 						   "Its SHA-256 differs from the one the catalog recorded when the batch landed: it was edited."),
@@ -591,6 +634,155 @@ kl_reader_close(KlFileReader *r)
 }
 
 /*
+ * kl_unzstd
+ *		Uncompress a whole zstd frame (or frames) into out, which holds cap
+ *		bytes: NULL and *out_len, or zstd's words for what is wrong (more
+ *		than cap bytes is wrong: the manifest said how many).  Pure code,
+ *		for the read-ahead thread too.
+ */
+const char *
+kl_unzstd(const char *frame, size_t len, char *out, size_t cap, size_t *out_len)
+{
+	size_t		n;
+
+	*out_len = 0;
+	if (len == 0)
+		return cap == 0 ? NULL : "the file is empty";
+	n = ZSTD_decompress(out, cap, frame, len);
+	if (ZSTD_isError(n))
+		return ZSTD_getErrorName(n);
+	*out_len = n;
+	return NULL;
+}
+
+/*
+ * kl_unzstd_grow
+ *		Uncompress a zstd frame of unknown size (a manifest) into memory of
+ *		its own, at most MaxAllocSize bytes: NULL and *problem when it
+ *		cannot be.
+ */
+static char *
+kl_unzstd_grow(const char *frame, size_t len, size_t *out_len, char **problem)
+{
+	ZSTD_DStream *ds = ZSTD_createDStream();
+	ZSTD_inBuffer in = {frame, len, 0};
+	StringInfoData out;
+	size_t		ret = 1;
+
+	if (ds == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("zstd could not allocate a decompressor.")));
+	initStringInfo(&out);
+	while (in.pos < in.size)
+	{
+		ZSTD_outBuffer ob;
+
+		CHECK_FOR_INTERRUPTS();
+		if (out.maxlen - out.len < 64 * 1024)
+			enlargeStringInfo(&out, Max(out.len, 64 * 1024));
+		ob.dst = out.data + out.len;
+		ob.size = out.maxlen - out.len - 1;
+		ob.pos = 0;
+		ret = ZSTD_decompressStream(ds, &ob, &in);
+		out.len += ob.pos;
+		if (ZSTD_isError(ret))
+			break;
+		if (ob.pos == 0 && ret != 0 && in.pos == in.size)
+			break;
+	}
+	if (ZSTD_isError(ret) || ret != 0 || len == 0)
+	{
+		*problem = pstrdup(ZSTD_isError(ret) ? ZSTD_getErrorName(ret) :
+						   "the zstd frame is cut short");
+		ZSTD_freeDStream(ds);
+		pfree(out.data);
+		return NULL;
+	}
+	ZSTD_freeDStream(ds);
+	out.data[out.len] = '\0';
+	*out_len = out.len;
+	return out.data;
+}
+
+/*
+ * kl_read_checked_file
+ *		Read one record file of a batch (KL_FILE_*) whole and check it
+ *		against *b, as verify() does: its size, CRC-32C and, with full, its
+ *		SHA-256, over the bytes on disk; then (uncompressed, for a
+ *		compressed batch) its lines' bytes and count.  Returns its lines
+ *		(palloc'd, NUL-terminated), or NULL and *problem, a verify() result
+ *		("<kind>: <detail>").
+ */
+char *
+kl_read_checked_file(const char *batch_dir, const KlBatch *b, int file, bool full,
+					 size_t *len, char **problem)
+{
+	const char *name = kl_batch_file(b, file);
+	const KlFileInfo *expect = &b->files[file];
+	const char *not_regular;
+	size_t		disk_len;
+	char	   *data = kl_read_whole_file(psprintf("%s/%s", batch_dir, name), &disk_len, &not_regular);
+	int64		lines = 0;
+
+	*problem = NULL;
+	if (data == NULL)
+	{
+		*problem = psprintf("missing_file: %s %s", name, kl_landed_open_problem(not_regular));
+		return NULL;
+	}
+	if ((int64) disk_len != expect->bytes)
+		*problem = psprintf("size_mismatch: %s has %lld bytes, its manifest says %lld",
+							name, (long long) disk_len, (long long) expect->bytes);
+	else if (kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, disk_len)) != expect->crc32c)
+		*problem = psprintf("checksum_mismatch: %s has a different CRC-32C than its manifest", name);
+	else if (full)
+	{
+		uint8		digest[KL_SHA256_LEN];
+		char		hex[KL_SHA256_HEX_LEN + 1];
+
+		kl_sha256(data, disk_len, digest);
+		kl_hex(digest, KL_SHA256_LEN, hex);
+		if (strcmp(hex, expect->sha256) != 0)
+			*problem = psprintf("checksum_mismatch: %s has SHA-256 %s, its manifest says %s",
+								name, hex, expect->sha256);
+	}
+	if (*problem == NULL && b->compression != KL_COMPRESS_NONE)
+	{
+		char	   *raw = MemoryContextAllocHuge(CurrentMemoryContext, (size_t) expect->raw_bytes + 1);
+		const char *err = kl_unzstd(data, disk_len, raw, (size_t) expect->raw_bytes, len);
+
+		pfree(data);
+		data = raw;
+		data[*len] = '\0';
+		if (err != NULL)
+			*problem = psprintf("checksum_mismatch: %s cannot be uncompressed: %s", name, err);
+		else if ((int64) *len != expect->raw_bytes)
+			*problem = psprintf("size_mismatch: %s holds %zu bytes of lines, its manifest says %lld",
+								name, *len, (long long) expect->raw_bytes);
+	}
+	else
+		*len = disk_len;
+	if (*problem == NULL)
+	{
+		for (const char *p = data; (p = memchr(p, '\n', data + *len - p)) != NULL; p++)
+			lines++;
+		if (lines != expect->lines)
+			*problem = psprintf("line_count_mismatch: %s has %lld lines, its manifest says %lld",
+								name, (long long) lines, (long long) expect->lines);
+		else if (*len > 0 && data[*len - 1] != '\n')
+			*problem = psprintf("checksum_mismatch: %s does not end with a line feed", name);
+	}
+	if (*problem != NULL)
+	{
+		pfree(data);
+		return NULL;
+	}
+	return data;
+}
+
+/*
  * kl_check_batch_files
  *		Compare a batch's files with the checks in *b: always presence and
  *		size; with full, also the line count, CRC-32C and SHA-256.  Returns
@@ -601,68 +793,136 @@ kl_check_batch_files(const char *batch_dir, const KlBatch *b, bool full, int *ba
 {
 	for (int i = 0; i < KL_NFILES; i++)
 	{
-		char	   *path = psprintf("%s/%s", batch_dir, kl_file_names[i]);
+		const char *name = kl_batch_file(b, i);
+		char	   *path = psprintf("%s/%s", batch_dir, name);
 		struct stat st;
 
 		*bad_file = i;
 		if (lstat(path, &st) != 0)
-			return psprintf("missing_file: %s: %m", kl_file_names[i]);
+			return psprintf("missing_file: %s: %m", name);
 		if (!S_ISREG(st.st_mode))
 			return psprintf("missing_file: %s is not a regular file (it is %s)",
-							kl_file_names[i], kl_file_kind(st.st_mode));
+							name, kl_file_kind(st.st_mode));
 		if (st.st_size != b->files[i].bytes)
 			return psprintf("size_mismatch: %s has %lld bytes, its manifest says %lld",
-							kl_file_names[i], (long long) st.st_size,
-							(long long) b->files[i].bytes);
+							name, (long long) st.st_size, (long long) b->files[i].bytes);
 		if (full)
 		{
 			size_t		len;
-			const char *not_regular;
-			char	   *data = kl_read_whole_file(path, &len, &not_regular);
-			uint8		digest[KL_SHA256_LEN];
-			char		hex[KL_SHA256_HEX_LEN + 1];
-			int64		lines = 0;
+			char	   *problem;
+			char	   *data = kl_read_checked_file(batch_dir, b, i, true, &len, &problem);
 
 			if (data == NULL)
-				return psprintf("missing_file: %s %s", kl_file_names[i],
-								kl_landed_open_problem(not_regular));
-			for (const char *p = data; (p = memchr(p, '\n', data + len - p)) != NULL; p++)
-				lines++;
-			if (lines != b->files[i].lines)
-				return psprintf("line_count_mismatch: %s has %lld lines, its manifest says %lld",
-								kl_file_names[i], (long long) lines, (long long) b->files[i].lines);
-			if (kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len)) != b->files[i].crc32c)
-				return psprintf("checksum_mismatch: %s has a different CRC-32C than its manifest",
-								kl_file_names[i]);
-			kl_sha256(data, len, digest);
-			kl_hex(digest, KL_SHA256_LEN, hex);
-			if (strcmp(hex, b->files[i].sha256) != 0)
-				return psprintf("checksum_mismatch: %s has SHA-256 %s, its manifest says %s",
-								kl_file_names[i], hex, b->files[i].sha256);
+				return problem;
 			pfree(data);
 		}
+		pfree(path);
 	}
 	*bad_file = -1;
 	return NULL;
 }
 
 /*
+ * kl_read_checked_manifest
+ *		Read a batch's manifest whole and check it against the catalog's
+ *		record of it (*b: its size and CRC-32C when recorded, and its
+ *		SHA-256); returns its text (uncompressed, for a compressed batch),
+ *		or NULL and *problem.
+ */
+char *
+kl_read_checked_manifest(const char *batch_dir, const KlBatch *b, size_t *len, char **problem)
+{
+	const char *name = kl_batch_file(b, KL_NFILES);
+	const char *not_regular;
+	size_t		disk_len;
+	char	   *data = kl_read_whole_file(psprintf("%s/%s", batch_dir, name), &disk_len, &not_regular);
+	uint8		digest[KL_SHA256_LEN];
+	char		hex[KL_SHA256_HEX_LEN + 1];
+	char	   *text;
+
+	*problem = NULL;
+	if (data == NULL)
+	{
+		*problem = psprintf("%s %s", name, kl_landed_open_problem(not_regular));
+		return NULL;
+	}
+	kl_sha256(data, disk_len, digest);
+	kl_hex(digest, KL_SHA256_LEN, hex);
+	if ((b->manifest_bytes >= 0 &&
+		 ((int64) disk_len != b->manifest_bytes ||
+		  kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, disk_len)) != b->manifest_crc32c)) ||
+		strcmp(hex, b->manifest_sha256) != 0)
+	{
+		*problem = psprintf("its %s differs from the catalog's", name);
+		return NULL;
+	}
+	if (b->compression == KL_COMPRESS_NONE)
+	{
+		*len = disk_len;
+		return data;
+	}
+	text = kl_unzstd_grow(data, disk_len, len, problem);
+	pfree(data);
+	if (text == NULL)
+		*problem = psprintf("its %s cannot be uncompressed: %s", name, *problem);
+	return text;
+}
+
+/*
  * kl_read_manifest
- *		Read a batch's manifest.json into *b and its entries into *recs
- *		(kl_manifest_parse); ERROR (XX001) when it cannot be read.
+ *		Read a batch's manifest (manifest.json, or manifest.json.zst for a
+ *		compressed batch) into *b and its entries into *recs
+ *		(kl_manifest_parse); ERROR (XX001) when it cannot be read.  *b's
+ *		manifest checks are those of the file on disk.
  */
 void
 kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
 {
-	char	   *path = psprintf("%s/manifest.json", batch_dir);
+	char	   *plain = psprintf("%s/manifest.json", batch_dir);
+	char	   *zst = psprintf("%s/manifest.json.zst", batch_dir);
+	struct stat st;
+	bool		compressed = (lstat(zst, &st) == 0);
+	char	   *path = compressed ? zst : plain;
 	size_t		len;
 	const char *not_regular;
-	char	   *text = kl_read_whole_file(path, &len, &not_regular);
+	char	   *data;
+	char	   *text;
+	size_t		text_len;
+	char	   *problem = NULL;
 
-	if (text == NULL)
+	if (compressed && lstat(plain, &st) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("batch directory \"%s\" holds both manifest.json and manifest.json.zst",
+						batch_dir)));
+	data = kl_read_whole_file(path, &len, &not_regular);
+	if (data == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" %s", path, kl_landed_open_problem(not_regular))));
-	kl_manifest_parse(path, text, len, b, recs, n);
-	pfree(text);
+	text = compressed ? kl_unzstd_grow(data, len, &text_len, &problem) : data;
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" cannot be uncompressed: %s", path, problem)));
+	if (!compressed)
+		text_len = len;
+	kl_manifest_parse(path, text, text_len, b, recs, n);
+	if (compressed != (b->compression == KL_COMPRESS_ZSTD))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" says its batch is %s", path,
+						b->compression == KL_COMPRESS_NONE ? "not compressed" : "compressed")));
+	if (compressed)
+	{
+		/* the checks the catalog keeps are of the file on disk */
+		uint8		digest[KL_SHA256_LEN];
+
+		kl_sha256(data, len, digest);
+		kl_hex(digest, KL_SHA256_LEN, b->manifest_sha256);
+		b->manifest_bytes = len;
+		b->manifest_crc32c = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len));
+		pfree(text);
+	}
+	pfree(data);
 }

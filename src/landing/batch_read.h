@@ -41,6 +41,13 @@ typedef struct KlReadAhead
 	int64		lines;
 	uint32		crc;
 	int			read_errno;
+	/* a compressed file: its frame is read, checked, then uncompressed */
+	bool		compressed;
+	char	   *frame;			/* the bytes on disk */
+	size_t		raw_want;		/* the bytes of its lines, as the manifest says */
+	uint32		expect_crc;
+	size_t		raw_done;		/* results: the bytes of lines in data */
+	const char *zstd_error;		/* ... or why the frame could not be */
 } KlReadAhead;
 
 extern void kl_check_manifest(KlSource *src, const KlBatch *b);
@@ -58,5 +65,11 @@ extern char *kl_check_batch_files(const char *batch_dir, const KlBatch *b,
 								  bool full, int *bad_file);
 extern void kl_read_manifest(const char *batch_dir, KlBatch *b,
 							 KlRecord **recs, int *n);
+extern char *kl_read_checked_manifest(const char *batch_dir, const KlBatch *b,
+									  size_t *len, char **problem);
+extern char *kl_read_checked_file(const char *batch_dir, const KlBatch *b, int file,
+								  bool full, size_t *len, char **problem);
+extern const char *kl_unzstd(const char *frame, size_t len, char *out, size_t cap,
+							 size_t *out_len);
 
 #endif							/* KAFKA_LAKE_BATCH_READ_H */

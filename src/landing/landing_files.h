@@ -65,6 +65,9 @@ typedef struct KlOutFile
 	size_t		room;			/* the unit's longest line (kl_line_bound) */
 	void	   *sha;			/* EVP_MD_CTX */
 	uint32		crc;
+	void	   *zstd;			/* ZSTD_CCtx, when the file is compressed */
+	char	   *zout;			/* ... and its output buffer */
+	size_t		zout_size;
 	KlFileInfo	info;
 } KlOutFile;
 
@@ -77,6 +80,7 @@ typedef enum KlWriteOp
 	KL_WOP_FSYNC,
 	KL_WOP_CLOSE,
 	KL_WOP_NOMEM,
+	KL_WOP_COMPRESS,
 	KL_WOP_CANCELLED
 } KlWriteOp;
 
@@ -99,6 +103,7 @@ typedef struct KlUnitWrite
 	bool		written;
 	KlWriteOp	failed_op;
 	int			failed_errno;
+	const char *failed_detail;	/* ... zstd's words for a compression failure */
 	const char *failed_path;
 } KlUnitWrite;
 

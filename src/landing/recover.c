@@ -246,8 +246,12 @@ kl_expired_on_disk(const char *dir)
 	{
 		struct stat st;
 
-		if (lstat(psprintf("%s/%s", dir, kl_file_names[f]), &st) == 0)
-			present++;
+		/* a plain batch's record file, or a compressed one's */
+		for (int c = KL_COMPRESS_NONE; c <= KL_COMPRESS_ZSTD; c++)
+		{
+			if (lstat(psprintf("%s/%s", dir, kl_file_name(c, f)), &st) == 0)
+				present++;
+		}
 	}
 	return present < KL_NFILES;
 }
@@ -263,9 +267,9 @@ kl_remove_record_files(const char *dir)
 {
 	int			removed = 0;
 
-	for (int f = 0; f < KL_NFILES; f++)
+	for (int f = 0; f < KL_NFILES * 2; f++)
 	{
-		char	   *path = psprintf("%s/%s", dir, kl_file_names[f]);
+		char	   *path = psprintf("%s/%s", dir, kl_file_name(f / KL_NFILES, f % KL_NFILES));
 
 		/* an expiry of this transaction removes it at commit, not before */
 		if (kl_undo_removal_pending(path))

@@ -462,10 +462,10 @@ kl_verify(FunctionCallInfo fcinfo)
 			/* expired: its manifest is left, and the marker that says why */
 			for (int f = 0; f < KL_NFILES; f++)
 			{
-				if (lstat(psprintf("%s/%s", dir, kl_file_names[f]), &st) == 0)
+				if (lstat(psprintf("%s/%s", dir, kl_batch_file(cat, f)), &st) == 0)
 				{
 					MemoryContextSwitchTo(old);
-					kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, kl_file_names[f],
+					kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, kl_batch_file(cat, f),
 									   "expiry_unfinished",
 									   "the batch expired, but this record file is still there",
 									   psprintf("Run kafka_lake.recover('%s'): it removes the record files of expired batches.",
@@ -495,7 +495,7 @@ kl_verify(FunctionCallInfo fcinfo)
 
 				MemoryContextSwitchTo(old);
 				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition,
-								   bad >= 0 ? kl_file_names[bad] : NULL,
+								   bad >= 0 ? kl_batch_file(cat, bad) : NULL,
 								   pnstrdup(problem, colon - problem), colon + 2, action);
 				continue;
 			}
@@ -513,18 +513,19 @@ kl_verify(FunctionCallInfo fcinfo)
 		{
 			size_t		len;
 			const char *not_regular;
-			char	   *text = kl_read_whole_file(psprintf("%s/manifest.json", dir), &len,
+			const char *mname = kl_batch_file(cat, KL_NFILES);
+			char	   *text = kl_read_whole_file(psprintf("%s/%s", dir, mname), &len,
 												  &not_regular);
 			uint8		digest[KL_SHA256_LEN];
 			char		hex[KL_SHA256_HEX_LEN + 1];
 
 			if (text == NULL)
 			{
-				char	   *detail = psprintf("manifest.json %s", kl_landed_open_problem(not_regular));
+				char	   *detail = psprintf("%s %s", mname, kl_landed_open_problem(not_regular));
 				char	   *action = kl_damaged_action(src, dir, cat);
 
 				MemoryContextSwitchTo(old);
-				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
+				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, mname,
 								   "missing_file", detail, action);
 				continue;
 			}
@@ -535,10 +536,10 @@ kl_verify(FunctionCallInfo fcinfo)
 				char	   *action = kl_damaged_action(src, dir, cat);
 
 				MemoryContextSwitchTo(old);
-				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, "manifest.json",
+				kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, mname,
 								   "checksum_mismatch",
-								   psprintf("manifest.json has SHA-256 %s, the catalog recorded %s",
-											hex, cat->manifest_sha256), action);
+								   psprintf("%s has SHA-256 %s, the catalog recorded %s",
+											mname, hex, cat->manifest_sha256), action);
 				continue;
 			}
 

@@ -98,6 +98,7 @@
 #include "kl_catalog/catalog_lifecycle.h"
 #include "kl_catalog/locks.h"
 #include "landing/fileundo.h"
+#include "landing/batch_read.h"
 #include "landing/landing_files.h"
 #include "landing/recover.h"
 #include "landing/source_lock.h"
@@ -222,22 +223,16 @@ kl_compact_read_batch(KlCompactCall *call, KlBatchWriter *w, const KlBatch *b,
 {
 	KlSource   *src = call->src;
 	char	   *dir = psprintf("%s/batch=%s", kl_batch_partition_dir(src, b), b->batch_id);
-	char	   *path = psprintf("%s/manifest.json", dir);
-	const char *not_regular;
+	char	   *path = psprintf("%s/%s", dir, kl_batch_file(b, KL_NFILES));
 	size_t		len;
-	char	   *text = kl_read_whole_file(path, &len, &not_regular);
-	uint8		digest[KL_SHA256_LEN];
-	char		hex[KL_SHA256_HEX_LEN + 1];
+	char	   *problem;
+	char	   *text = kl_read_checked_manifest(dir, b, &len, &problem);
 	KlBatch		mb;
 	KlRecord   *mrecs;
 	int			mn;
 
 	if (text == NULL)
-		kl_compact_damaged(src, b, psprintf("manifest.json %s", kl_landed_open_problem(not_regular)));
-	kl_sha256(text, len, digest);
-	kl_hex(digest, KL_SHA256_LEN, hex);
-	if (strcmp(hex, b->manifest_sha256) != 0)
-		kl_compact_damaged(src, b, "its manifest.json differs from the catalog's");
+		kl_compact_damaged(src, b, problem);
 	kl_manifest_parse(path, text, len, &mb, &mrecs, &mn);
 	if (mn != b->record_count || strcmp(mb.batch_id, b->batch_id) != 0 ||
 		b->nfingerprints != b->record_count)
@@ -259,27 +254,15 @@ kl_compact_read_batch(KlCompactCall *call, KlBatchWriter *w, const KlBatch *b,
 	/* the record files, whole, checked as verify() checks them */
 	for (int f = 0; f < KL_NFILES; f++)
 	{
-		char	   *fpath = psprintf("%s/%s", dir, kl_file_names[f]);
-		char	   *data = kl_read_whole_file(fpath, &len, &not_regular);
-		int64		lines = 0;
+		char	   *data;
 
 		CHECK_FOR_INTERRUPTS();
+		data = kl_read_checked_file(dir, b, f, true, &len, &problem);
 		if (data == NULL)
-			kl_compact_damaged(src, b, psprintf("%s %s", kl_file_names[f],
-												kl_landed_open_problem(not_regular)));
-		for (const char *p = data; (p = memchr(p, '\n', data + len - p)) != NULL; p++)
-			lines++;
-		kl_sha256(data, len, digest);
-		kl_hex(digest, KL_SHA256_LEN, hex);
-		if ((int64) len != b->files[f].bytes || lines != b->files[f].lines ||
-			kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len)) != b->files[f].crc32c ||
-			strcmp(hex, b->files[f].sha256) != 0 ||
-			(len > 0 && data[len - 1] != '\n'))
-			kl_compact_damaged(src, b, psprintf("%s differs from its manifest", kl_file_names[f]));
+			kl_compact_damaged(src, b, problem);
 		if (len > 0)
-			kl_batch_writer_append(w, f, data, len, lines);
+			kl_batch_writer_append(w, f, data, len, b->files[f].lines);
 		pfree(data);
-		pfree(fpath);
 	}
 	pfree(path);
 	pfree(dir);
@@ -319,6 +302,8 @@ kl_compact_run(KlCompactCall *call, int32 partition, List *run)
 	nb.ncompacted_from = list_length(run);
 	nb.compacted_from = palloc(sizeof(char *) * nb.ncompacted_from);
 	nb.landed_by = "compact";
+	/* written as the source writes its batches now: compact() can compress old ones */
+	nb.compression = src->compression;
 	/* the contract of the run (kl_compact_partition keeps runs to one) */
 	nb.contract = ((KlBatch *) linitial(run))->contract;
 	nb.contract_version = ((KlBatch *) linitial(run))->contract_version;

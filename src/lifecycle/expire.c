@@ -154,7 +154,7 @@ kl_expire_batch(KlSource *src, const KlBatch *b, TimestampTz now)
 	kl_write_expired_marker(dir, b->batch_id, now);
 	kl_catalog_mark_expired(src, b->batch_id, now);
 	for (int f = 0; f < KL_NFILES; f++)
-		kl_undo_remove_file_at_commit(psprintf("%s/%s", dir, kl_file_names[f]), "expire()");
+		kl_undo_remove_file_at_commit(psprintf("%s/%s", dir, kl_batch_file(b, f)), "expire()");
 	return true;
 }
 

@@ -27,7 +27,7 @@ KL_PG_BIN=${KL_PG_BIN:-/usr/lib/postgresql/15/bin}
 export PG_CONFIG=$KL_PG_BIN/pg_config
 KL_PACKAGES=(build-essential postgresql-15 postgresql-server-dev-15 librdkafka-dev libssl-dev
 	libicu-dev postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-cron kcat
-	python3 libcurl4-openssl-dev)
+	python3 libcurl4-openssl-dev libzstd-dev zstd jq)
 
 kl_log() { printf '== %s\n' "$*" >&2; }
 

@@ -29,6 +29,7 @@ SELECT throws_ok($$SELECT kafka_lake.create_source('tp12b_x', 'tp12b_srv', 'tp12
                  '42602', NULL, 'a topic of the list that is not a topic name is refused');
 SELECT lives_ok($$SELECT kafka_lake.create_source('tp12b', 'tp12b_srv', 'tp12b.eu, tp12b.us', contract => 'tp12b')$$,
                 'a source of two topics');
+SELECT kafka_lake.set_compression('tp12b', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT is((SELECT topic FROM kafka_lake.sources WHERE source = 'tp12b'), 'tp12b.eu,tp12b.us',
           'sources.topic keeps them separated by commas, in the order given');
 SELECT lives_ok($$SELECT kafka_lake.define_gold('tp12b', 'tp12b_by_region', grain => ARRAY['region'],

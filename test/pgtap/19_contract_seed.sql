@@ -9,6 +9,7 @@ SELECT plan(37);
 SELECT kl_test.broker('create seedc.t 1');
 SELECT kl_test.server('sc_srv');
 SELECT kafka_lake.create_source('sc_src', 'sc_srv', 'seedc.t');
+SELECT kafka_lake.set_compression('sc_src', 'none');  -- plain JSONL: the test reads the files' bytes
 
 -- pg_temp.value(id, field, json): a valid value whose member "field" is the JSON text json
 CREATE FUNCTION pg_temp.value(id text, field text DEFAULT NULL, val text DEFAULT NULL) RETURNS text

@@ -7,6 +7,7 @@ SELECT kafka_lake.create_source(source => 'machine_events', server => 'plant_kaf
                                 topic => 'manufacturing.machine-events.v1',
                                 group_id => 'kafka-lake-machine-events',
                                 contract => 'machine_event_v1');
+SELECT kafka_lake.set_compression('machine_events', 'none');  -- plain JSONL: the test reads the files' bytes
 
 -- step 1: three valid events; land: 3 accepted, committed offset 3
 SELECT kafka_lake.produce('plant_kafka', 'manufacturing.machine-events.v1',

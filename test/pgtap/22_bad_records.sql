@@ -6,6 +6,7 @@ SELECT plan(26);
 SELECT kl_test.broker('create bad.t 1');
 SELECT kl_test.server('b_srv');
 SELECT kafka_lake.create_source('b_src', 'b_srv', 'bad.t');
+SELECT kafka_lake.set_compression('b_src', 'none');  -- plain JSONL: the test reads the files' bytes
 
 CREATE TABLE pg_temp.cases (n serial, name text, value bytea, reason text);
 INSERT INTO pg_temp.cases (name, value, reason) VALUES

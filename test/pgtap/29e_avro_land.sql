@@ -72,6 +72,7 @@ SELECT alike(pg_temp.error_of($$SELECT kafka_lake.create_contract('bad29e', '{"f
   '42P17: invalid contract definition at $: unknown key "properties" in an Avro contract', 'JSON Schema keys are not an Avro contract''s');
 SELECT lives_ok($$SELECT kafka_lake.create_source('orders29e', 'avro29e', 'orders29e.t', contract => 'orders29e')$$,
   'create_source with the Avro contract');
+SELECT kafka_lake.set_compression('orders29e', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT is((SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
            FROM pg_attribute WHERE attrelid = 'kafka_lake.orders29e_events'::regclass AND attnum > 10),
   'order_id text, amount numeric(10,2), ordered_at timestamp with time zone, day date, note text, customer jsonb, status text',
@@ -110,6 +111,7 @@ SELECT kafka_lake.create_contract('orders29e_derived', $${
   "event_id": ["order_id", "customer_id"], "business_date": {"field": "day"}
 }$$);
 SELECT kafka_lake.create_source('orders29e_d', 'avro29e', 'orders29e.t', contract => 'orders29e_derived');
+SELECT kafka_lake.set_compression('orders29e_d', 'none');  -- plain JSONL: the test reads the files' bytes
 \o
 SELECT results_eq($$SELECT accepted FROM kafka_lake.land('orders29e_d')$$, $$VALUES (3)$$,
   'an Avro contract with derived fields lands the same records');
@@ -216,6 +218,7 @@ SELECT kl_test.registry_register('types29e-value', (SELECT schema FROM fx WHERE 
 SELECT kl_test.broker('create types29e.t 1');
 SELECT kafka_lake.create_contract('types29e', '{"format": "avro", "server": "avro29e", "subject": "types29e-value"}');
 SELECT kafka_lake.create_source('types29e', 'avro29e', 'types29e.t', contract => 'types29e');
+SELECT kafka_lake.set_compression('types29e', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.produce('avro29e', 'types29e.t', pg_temp.framed(:id_types, pg_temp.datum('types')));
 \o
 SELECT is((SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
@@ -237,6 +240,7 @@ SELECT kl_test.broker('create json29e.t 1');
 SELECT kafka_lake.create_contract('json29e', '{"type": "object", "framing": "confluent",
   "properties": {"a": {"type": "integer"}}, "required": ["a"]}');
 SELECT kafka_lake.create_source('json29e', 'avro29e', 'json29e.t', contract => 'json29e');
+SELECT kafka_lake.set_compression('json29e', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.produce('avro29e', 'json29e.t', v, partition => 0)
   FROM unnest(ARRAY[pg_temp.framed(5, convert_to('{"a": 1}', 'UTF8')), convert_to('{"a": 2}', 'UTF8'),
                     '\x01'::bytea || decode(repeat('ab', 16), 'hex') || convert_to('{"a": 3}', 'UTF8')]) WITH ORDINALITY AS x(v, n)

@@ -58,6 +58,7 @@ SELECT is(kafka_lake.create_contract('faults29g', format($${
   "event_id": "order_id", "business_date": {"field": "day"}}$$)::json), 1, 'a contract over the subject');
 SELECT lives_ok($$SELECT kafka_lake.create_source('faults29g', 'reg29g', 'faults29g.t', contract => 'faults29g')$$,
   'create_source');
+SELECT kafka_lake.set_compression('faults29g', 'none');  -- plain JSONL: the test reads the files' bytes
 \o /dev/null
 SELECT kafka_lake.produce('reg29g', 'faults29g.t', pg_temp.framed(:id1, pg_temp.datum('ord-1')), partition => 0);
 \o

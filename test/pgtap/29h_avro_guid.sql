@@ -41,6 +41,7 @@ SELECT kl_test.broker('create guid29h.t 1');
 SELECT kafka_lake.create_contract('guid29h', '{"format": "avro", "server": "guid29h", "subject": "guid29h-value",
   "version": 1, "event_id": "order_id", "business_date": {"field": "day"}}');
 SELECT kafka_lake.create_source('guid29h', 'guid29h', 'guid29h.t', contract => 'guid29h');
+SELECT kafka_lake.set_compression('guid29h', 'none');  -- plain JSONL: the test reads the files' bytes
 \o
 
 CREATE TEMP TABLE produced AS
@@ -95,6 +96,7 @@ SELECT kl_test.broker('create inline29h.t 1');
 SELECT kafka_lake.create_contract('inline29h', format('{"format": "avro", "schema": %s, "event_id": "order_id"}',
   (SELECT schema FROM fx WHERE writer = 'v1' LIMIT 1))::json);
 SELECT kafka_lake.create_source('inline29h', 'guid29h', 'inline29h.t', contract => 'inline29h');
+SELECT kafka_lake.set_compression('inline29h', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.produce('guid29h', 'inline29h.t', pg_temp.by_guid(:'guid1', pg_temp.datum('ord-1')));
 SELECT kafka_lake.produce('guid29h', 'inline29h.t', pg_temp.by_guid(:'guid_else', pg_temp.datum('ord-2')));
 \o
@@ -117,6 +119,7 @@ END $$;
 SELECT format('CREATE SERVER plain29h FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers %L)', kl_test.bootstrap()) \gexec
 SELECT kafka_lake.create_contract('json29h', '{"type": "object", "properties": {"order_id": {"type": "string"}}}');
 SELECT kafka_lake.create_source('json29h', 'plain29h', 'inline29h.t', contract => 'json29h');
+SELECT kafka_lake.set_compression('json29h', 'none');  -- plain JSONL: the test reads the files' bytes
 \o
 SELECT is(pg_temp.error_of($$SELECT kafka_lake.create_source('avro29h', 'plain29h', 'inline29h.t', contract => 'guid29h')$$),
   'HV00J: contract "guid29h" reads Avro, and server "plain29h" names no schema registry',

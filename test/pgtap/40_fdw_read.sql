@@ -29,6 +29,7 @@ END $$;
 SELECT kl_test.server('fdw40_kafka');
 SELECT kl_test.broker('create fdw40.events 2');
 SELECT kafka_lake.create_source('fdw40', 'fdw40_kafka', 'fdw40.events');
+SELECT kafka_lake.set_compression('fdw40', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kl_test.fill('fdw40.events', 20, 2);
 SELECT kafka_lake.produce('fdw40_kafka', 'fdw40.events',
                           kl_test.event('evt-20260629-000001', units => 5), partition => 0);

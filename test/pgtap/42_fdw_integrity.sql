@@ -24,6 +24,7 @@ END $$;
 SELECT kl_test.server('fdw42_kafka');
 SELECT kl_test.broker('create fdw42.events 1');
 SELECT kafka_lake.create_source('fdw42', 'fdw42_kafka', 'fdw42.events');
+SELECT kafka_lake.set_compression('fdw42', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kl_test.fill('fdw42.events', 25, 1);
 SET kafka_lake.batch_max_records = 5;
 SELECT * FROM kafka_lake.land('fdw42');

@@ -21,6 +21,7 @@ END $$;
 SELECT kl_test.server('mf48_kafka');
 SELECT kl_test.broker('create mf48.t 1');
 SELECT kafka_lake.create_source('mf48', 'mf48_kafka', 'mf48.t');
+SELECT kafka_lake.set_compression('mf48', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.produce('mf48_kafka', 'mf48.t', kl_test.event('evt-mf48-' || n,
                           business_date => CASE WHEN n <= 6 THEN '2026-06-29' ELSE '2026-06-30' END::date))
   FROM generate_series(1, 12) n;

@@ -19,6 +19,8 @@ SELECT to_char(clock_timestamp(), 'YYYYMMDDHH24MISSUS') AS tok \gset
 DROP SERVER IF EXISTS t53_kafka CASCADE;
 CREATE SERVER t53_kafka FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers :'bootstrap');
 SELECT kafka_lake.create_source(:'source', 't53_kafka', :'topic') \g /dev/null
+-- plain JSONL: the test reads the files' bytes
+SELECT kafka_lake.set_compression(:'source', 'none') \g /dev/null
 SELECT set_config('t53.source', :'source', false) \g /dev/null
 
 CREATE FUNCTION pg_temp.event(n int) RETURNS bytea

@@ -20,6 +20,8 @@ SELECT kl_test.broker(format('create %s 2', :'topic')) \g /dev/null
 DROP SERVER IF EXISTS t57_kafka CASCADE;
 CREATE SERVER t57_kafka FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers :'bootstrap');
 SELECT kafka_lake.create_source(:'source', 't57_kafka', :'topic') \g /dev/null
+-- plain JSONL: the test reads the files' bytes
+SELECT kafka_lake.set_compression(:'source', 'none') \g /dev/null
 SELECT set_config('t57.source', :'source', false) \g /dev/null
 
 SELECT plan(13);

@@ -16,6 +16,7 @@ SELECT kl_test.broker('create bi73.mev 1');
 -- json_object
 SELECT lives_ok($$SELECT kafka_lake.create_source('bi73_json', 'bi73_srv', 'bi73.json', contract => 'json_object')$$,
                 'a source with the built-in json_object');
+SELECT kafka_lake.set_compression('bi73_json', 'none');  -- plain JSONL: the test reads the files' bytes
 \o /dev/null
 SELECT kafka_lake.produce('bi73_srv', 'bi73.json', v, partition => 0)
   FROM unnest(ARRAY[convert_to('{"z": 1, "a": {"y": [1, -0, 2.50], "b": "\u00e9"}, "event_id": "x"}', 'UTF8'),
@@ -48,6 +49,7 @@ SELECT is((SELECT count(*) FROM kafka_lake.bi73_json_events), 2::bigint, 'and re
 -- raw
 SELECT lives_ok($$SELECT kafka_lake.create_source('bi73_raw', 'bi73_srv', 'bi73.raw', contract => 'raw')$$,
                 'a source with the built-in raw');
+SELECT kafka_lake.set_compression('bi73_raw', 'none');  -- plain JSONL: the test reads the files' bytes
 \o /dev/null
 SELECT kafka_lake.produce('bi73_srv', 'bi73.raw', v, key => 'k'::bytea, partition => 0)
   FROM unnest(ARRAY['\xff00fe'::bytea, convert_to('plain text, not JSON', 'UTF8'), NULL::bytea, ''::bytea,
@@ -77,7 +79,9 @@ SELECT is(kafka_lake.create_contract('bi73_mev', definition), 1, 'machine_event_
   FROM kafka_lake.contracts WHERE contract = 'machine_event_v1';
 \o /dev/null
 SELECT kafka_lake.create_source('bi73_builtin', 'bi73_srv', 'bi73.mev');
+SELECT kafka_lake.set_compression('bi73_builtin', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.create_source('bi73_user', 'bi73_srv', 'bi73.mev', contract => 'bi73_mev');
+SELECT kafka_lake.set_compression('bi73_user', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.produce('bi73_srv', 'bi73.mev', v, key => 'machine-01'::bytea, partition => 0)
   FROM unnest(ARRAY[kl_test.event('evt-73-1'), kl_test.event('evt-73-2', units => 5, defects => 6),
                     convert_to('{"event_id": "x"}', 'UTF8'), kl_test.event('evt-73-1')]) v;

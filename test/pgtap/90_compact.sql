@@ -16,6 +16,7 @@ SELECT kl_test.fill('c90.t', 1000, 2, 1, '--bad-every 7');
 SELECT kl_test.fill('c90.t', 600, 2, 1001, '--date 2026-06-30 --bad-every 7');
 SELECT kl_test.fill('c90.t', 400, 2, 1);
 SELECT kafka_lake.create_source('c90', 'c90_kafka', 'c90.t');
+SELECT kafka_lake.set_compression('c90', 'none');  -- plain JSONL: the test reads the files' bytes
 SET kafka_lake.batch_max_records = 2;
 SELECT * FROM kafka_lake.land('c90', timeout => '5 min');
 RESET kafka_lake.batch_max_records;
@@ -153,6 +154,7 @@ SELECT is_empty($$SELECT * FROM kafka_lake.verify('c90')$$, 'verify() is clean')
 -- one business date at a time, and runs end at a gap
 \o /dev/null
 SELECT kafka_lake.create_source('c90d', 'c90_kafka', 'c90.t');
+SELECT kafka_lake.set_compression('c90d', 'none');  -- plain JSONL: the test reads the files' bytes
 SET kafka_lake.batch_max_records = 100;
 SELECT * FROM kafka_lake.land('c90d', timeout => '5 min');
 RESET kafka_lake.batch_max_records;
@@ -191,6 +193,7 @@ SELECT kl_test.sh(format('rm -rf %s/c90d-gap', current_setting('data_directory')
 \o /dev/null
 SELECT kl_test.broker('create c90x.t 2');
 SELECT kafka_lake.create_source('c90x', 'c90_kafka', 'c90x.t');
+SELECT kafka_lake.set_compression('c90x', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.produce('c90_kafka', 'c90x.t', kl_test.event('evt-c90x-' || n), partition => 0)
   FROM generate_series(1, 2) n;
 SELECT * FROM kafka_lake.land('c90x');

@@ -15,6 +15,7 @@ SELECT kl_test.server('cf91_kafka');
 SELECT kl_test.fill('cf91.t', 40, 2, 1, '--bad-every 9');
 SELECT kl_test.fill('cf91.t', 6, 2, 1);
 SELECT kafka_lake.create_source('cf91_ref', 'cf91_kafka', 'cf91.t');
+SELECT kafka_lake.set_compression('cf91_ref', 'none');  -- plain JSONL: the test reads the files' bytes
 SELECT * FROM kafka_lake.land('cf91_ref');
 \o
 
@@ -46,6 +47,7 @@ DECLARE
   src text := 'cf91_' || point;
 BEGIN
   PERFORM kafka_lake.create_source(src, 'cf91_kafka', 'cf91.t');
+  PERFORM kafka_lake.set_compression(src, 'none');  -- plain JSONL: the test reads the files' bytes
   PERFORM set_config('kafka_lake.batch_max_records', '4', false);
   PERFORM * FROM kafka_lake.land(src);
   PERFORM set_config('kafka_lake.batch_max_records', '50000', false);
@@ -119,6 +121,7 @@ SELECT * FROM pg_temp.check_fault('compact_during_remove', true, 19);
 -- the next land() removes what a committed compaction left, as recover() does
 \o /dev/null
 SELECT kafka_lake.create_source('cf91_land', 'cf91_kafka', 'cf91.t');
+SELECT kafka_lake.set_compression('cf91_land', 'none');  -- plain JSONL: the test reads the files' bytes
 SET kafka_lake.batch_max_records = 4;
 SELECT * FROM kafka_lake.land('cf91_land');
 RESET kafka_lake.batch_max_records;
@@ -137,6 +140,7 @@ SELECT bag_eq($$SELECT p, o, f FROM pg_temp.disk_coordinates('cf91_land')$$,
 -- alone: a rollback brings their rows back
 \o /dev/null
 SELECT kafka_lake.create_source('cf91_rb', 'cf91_kafka', 'cf91.t');
+SELECT kafka_lake.set_compression('cf91_rb', 'none');  -- plain JSONL: the test reads the files' bytes
 SET kafka_lake.batch_max_records = 4;
 SELECT * FROM kafka_lake.land('cf91_rb');
 RESET kafka_lake.batch_max_records;

@@ -13,6 +13,7 @@ SELECT plan(50);
 SELECT kl_test.broker('create ex92.t 2');
 SELECT kl_test.server('ex92_kafka');
 SELECT kafka_lake.create_source(s, 'ex92_kafka', 'ex92.t') FROM unnest(ARRAY['ex92', 'ex92b', 'ex92c']) s;
+SELECT kafka_lake.set_compression(s, 'none') FROM unnest(ARRAY['ex92', 'ex92b', 'ex92c']) s;  -- plain JSONL: the test reads the files' bytes
 SELECT kafka_lake.produce('ex92_kafka', 'ex92.t', kl_test.event('evt-ex92-27-' || n, business_date => '2026-06-27'),
                           partition => n % 2) FROM generate_series(1, 4) n;
 SELECT kafka_lake.land(s) FROM unnest(ARRAY['ex92', 'ex92b', 'ex92c']) s;

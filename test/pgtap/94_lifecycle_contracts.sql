@@ -29,6 +29,7 @@ $$;
 \o /dev/null
 SELECT kafka_lake.create_contract('lc94', pg_temp.orders('"new"'));
 SELECT kafka_lake.create_source('lc94', 'lc94_srv', 'lc94.t', contract => 'lc94');
+SELECT kafka_lake.set_compression('lc94', 'none');  -- plain JSONL: the test reads the files' bytes
 -- version 1: b1 and b2 accepted; b3 two quarantined records of 2026-06-27;
 -- b4 one accepted of 2026-06-27 and one quarantined of 2026-06-29
 SELECT pg_temp.put('ord-1', 'new', '2026-06-27');

@@ -35,6 +35,8 @@ SELECT kafka_lake.create_source('hdr29i_classic', 'hdr29i', '$topic.classic', co
 SELECT kafka_lake.create_contract('hdr29i_json', '{"type": "object", "framing": "confluent",
   "properties": {"a": {"type": "integer"}}, "required": ["a"]}');
 SELECT kafka_lake.create_source('hdr29i_json', 'hdr29i', '$topic.json', contract => 'hdr29i_json');
+-- plain JSONL: the test reads the files' bytes
+SELECT kafka_lake.set_compression(s, 'none') FROM unnest(ARRAY['hdr29i', 'hdr29i_classic', 'hdr29i_json']) s;
 SQL
 for i in 0 1; do
 	send "$topic" "$(field "['records'][$i]['value_hex']")" "$(field "['records'][$i]['header_hex']")"

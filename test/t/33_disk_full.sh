@@ -15,7 +15,8 @@ trap 'umount "$dir" 2>/dev/null' EXIT
 plan 8
 
 q -c "SELECT kl_test.broker('create full.t 1')" -c "SELECT kl_test.server('full_srv')" >/dev/null
-q -c "SET kafka_lake.landing_dir = '$dir'" -c "SELECT kafka_lake.create_source('full_src', 'full_srv', 'full.t')" >/dev/null
+q -c "SET kafka_lake.landing_dir = '$dir'" -c "SELECT kafka_lake.create_source('full_src', 'full_srv', 'full.t')" \
+	-c "SELECT kafka_lake.set_compression('full_src', 'none')" >/dev/null  # plain JSONL: the disk fills at the size the test counts on
 q -c "SELECT kl_test.fill('full.t', 100, 1)" >/dev/null
 is "$(q -c "SELECT sum(records) FROM kafka_lake.land('full_src')")" 100 "100 records land on the small disk"
 

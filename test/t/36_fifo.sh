@@ -31,6 +31,7 @@ has() { grep -q -- "$1" <<<"$out"; }
 q "SELECT kl_test.broker('create fifo36.t 1')" >/dev/null
 q "SELECT kl_test.server('fifo36_kafka')" >/dev/null
 q "SELECT kafka_lake.create_source('fifo36', 'fifo36_kafka', 'fifo36.t')" >/dev/null
+q "SELECT kafka_lake.set_compression('fifo36', 'none')" >/dev/null  # plain JSONL: the test plants FIFOs by the files' names
 q "SELECT kafka_lake.produce('fifo36_kafka', 'fifo36.t', kl_test.event('evt-fifo36-' || n))
    FROM generate_series(1, 6) n" >/dev/null
 q "SET kafka_lake.batch_max_records = 3; SELECT count(*) FROM kafka_lake.land('fifo36')" >/dev/null

@@ -44,7 +44,8 @@ for p in $(seq 0 11); do
 	kcat -P -b "$KL_BOOTSTRAP" -t "$topic" -p "$p" -K $'\t' -l "$dir/p$p.kv"
 done
 q -c "SELECT kl_test.server('seed_srv')" \
-  -c "SELECT kafka_lake.create_source('seed_corpus', 'seed_srv', '$topic')" >/dev/null
+  -c "SELECT kafka_lake.create_source('seed_corpus', 'seed_srv', '$topic')" \
+  -c "SELECT kafka_lake.set_compression('seed_corpus', 'none')" >/dev/null  # plain JSONL: the test reads the files' bytes
 is "$(q -c "SELECT sum(records) FROM kafka_lake.land('seed_corpus', timeout => '120 s')")" "$n" \
 	"one land() takes all $n records of the corpus"
 landing=$(q -c "SELECT kl_test.landing('seed_corpus')")
@@ -98,8 +99,10 @@ c() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d kl_ctype_c "$@"; }
 c -c "CREATE EXTENSION kafka_lake CASCADE" \
   -c "CREATE SERVER ct_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP')" \
   -c "SELECT kafka_lake.create_source('seed_ctype_c', 'ct_srv', 'kafka_lake.seed.ctype.v1')" \
+  -c "SELECT kafka_lake.set_compression('seed_ctype_c', 'none')" \
   -c "SELECT count(*) FROM kafka_lake.land('seed_ctype_c')" >/dev/null 2>&1
 q -c "SELECT kafka_lake.create_source('seed_ctype_u', 'seed_srv', 'kafka_lake.seed.ctype.v1')" \
+  -c "SELECT kafka_lake.set_compression('seed_ctype_u', 'none')" \
   -c "SELECT count(*) FROM kafka_lake.land('seed_ctype_u')" >/dev/null
 is "$(c -c "SELECT current_setting('lc_ctype') || ' ' || lower('Ä')") / $(q -c "SELECT current_setting('lc_ctype') || ' ' || lower('Ä')")" \
 	"C Ä / C.UTF-8 ä" "two databases whose own lower() differs"

@@ -25,7 +25,8 @@ n=$(wc -l <"$fixtures/values.b64")
 "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$topic" 1 >/dev/null
 kcat -P -b "$KL_BOOTSTRAP" -t "$topic" -p 0 -l "$work/values.raw"
 q -c "SELECT kl_test.server('golden_srv')" \
-  -c "SELECT kafka_lake.create_source('golden', 'golden_srv', '$topic')" >/dev/null
+  -c "SELECT kafka_lake.create_source('golden', 'golden_srv', '$topic')" \
+  -c "SELECT kafka_lake.set_compression('golden', 'none')" >/dev/null  # plain JSONL: the test reads the files' bytes
 is "$(q -c "SELECT sum(records) FROM kafka_lake.land('golden', timeout => '60 s')")" "$n" \
 	"one land() takes all $n values of the corpus"
 

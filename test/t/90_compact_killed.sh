@@ -17,6 +17,7 @@ q "SELECT kl_test.broker('create ck90.t 2')" >/dev/null
 q "SELECT kl_test.server('ck90_kafka')" >/dev/null
 q "SELECT kl_test.fill('ck90.t', 400, 2, 1, '--bad-every 11')" >/dev/null
 q "SELECT kafka_lake.create_source('ck90_ref', 'ck90_kafka', 'ck90.t')" >/dev/null
+q "SELECT kafka_lake.set_compression('ck90_ref', 'none')" >/dev/null  # plain JSONL: the test reads the files' bytes
 is "$(q "SELECT sum(records) FROM kafka_lake.land('ck90_ref')")" 400 "the reference run lands 400 records"
 
 # every coordinate of the batch directories on disk: how many, how many distinct
@@ -53,6 +54,7 @@ for step in "${steps[@]}"; do
 	compact_during_remove) on_disk=780 ;;     # the same, but the first replaced batch
 	esac
 	q "SELECT kafka_lake.create_source('$src', 'ck90_kafka', 'ck90.t')" >/dev/null
+	q "SELECT kafka_lake.set_compression('$src', 'none')" >/dev/null
 	psql -X -q -d kl_test -c "SET kafka_lake.batch_max_records = 20" \
 		-c "SELECT count(*) FROM kafka_lake.land('$src')" >/dev/null
 	psql -X -q -d kl_test -c "SET kafka_lake.fault_injection = 'pause:$step'" \
