@@ -10,7 +10,7 @@
 -- verify().  set_compression() refuses what it does not know, and a plain
 -- role.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(40);
+SELECT plan(45);
 
 CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE st text; msg text; det text;
@@ -156,6 +156,38 @@ SELECT results_eq(
   'verify() names each damaged compressed file (the replaced frame by its SHA-256)');
 SELECT is(pg_temp.error_of(format('SELECT count(*) FROM kafka_lake.zst42_records WHERE batch_id = %L', :'b1')),
           'no error', 'an intact compressed batch still reads');
+
+-- a frame that would uncompress to more than the catalog says (10 MB of zeros in
+-- a few hundred bytes), bytes that are no frame, both with the catalog's size and
+-- CRC-32C made to match; and a symbolic link in place of a compressed file
+SELECT kl_test.landing('zst42') || '/topic=zst42.events/partition=0/batch=' || batch_id AS d7, batch_id AS b7,
+       lead(batch_id) OVER () AS b8,
+       kl_test.landing('zst42') || '/topic=zst42.events/partition=0/batch=' || lead(batch_id) OVER () AS d8
+  FROM kafka_lake.batches b WHERE source_id = :zid AND partition = 0 ORDER BY first_offset OFFSET 1 LIMIT 1 \gset
+SELECT kl_test.landing('zst42') || '/topic=zst42.events/partition=1/batch=' || batch_id AS d9, batch_id AS b9
+  FROM kafka_lake.batches b WHERE source_id = :zid AND partition = 1 ORDER BY first_offset OFFSET 3 LIMIT 1 \gset
+\o /dev/null
+SELECT kl_test.sh(format('head -c 10000000 /dev/zero | zstd -q -c > %1$s/bomb && mv %1$s/bomb %1$s/accepted.jsonl.zst', :'d7'));
+SELECT kl_test.sh(format('printf ''not a zstd frame at all\n'' > %1$s/junk && mv %1$s/junk %1$s/accepted.jsonl.zst', :'d8'));
+UPDATE kafka_lake.batches SET file_bytes[1] = length(pg_read_binary_file(d || '/accepted.jsonl.zst')),
+       file_crc32c[1] = kl_test.crc32c(pg_read_binary_file(d || '/accepted.jsonl.zst'))
+  FROM (VALUES (:'b7', :'d7'), (:'b8', :'d8')) v(b, d)
+ WHERE source_id = :zid AND batch_id = v.b;
+-- (the last batch of partition 1 holds the re-sent events: duplicates only)
+SELECT kl_test.sh(format('rm %1$s/duplicates.jsonl.zst && ln -s /etc/passwd %1$s/duplicates.jsonl.zst', :'d9'));
+\o
+SELECT ok(length(pg_read_binary_file(:'d7' || '/accepted.jsonl.zst')) < 2000, 'the planted frame is small');
+SELECT matches(pg_temp.error_of(format('SELECT count(*) FROM kafka_lake.zst42_records WHERE batch_id = %L', :'b7')),
+               format('^XX001\nfile accepted.jsonl.zst of batch %s of source "zst42" does not match its manifest\nDETAIL: Its zstd frame cannot be uncompressed: Destination buffer is too small.', :'b7'),
+               'a frame of more lines than the catalog says is refused, never uncompressed past them');
+SELECT matches(pg_temp.error_of(format('SELECT count(*) FROM kafka_lake.zst42_records WHERE batch_id = %L', :'b8')),
+               format('^XX001\nfile accepted.jsonl.zst of batch %s of source "zst42" does not match its manifest\nDETAIL: Its zstd frame cannot be uncompressed: ', :'b8'),
+               'bytes that are no zstd frame: XX001');
+SELECT matches(pg_temp.error_of(format('SELECT count(*) FROM kafka_lake.zst42_records WHERE batch_id = %L', :'b9')),
+               format('^XX001\nfile duplicates.jsonl.zst of batch %s of source "zst42" is not a regular file', :'b9'),
+               'a symbolic link in place of a compressed file is never followed: XX001');
+SELECT matches(pg_temp.error_of($$SELECT * FROM kafka_lake.bridge('zst42', '2026-06-29', recheck => true)$$),
+               '^XX001\n', 'the bridge refuses the damaged compressed batches too');
 
 -- recover() adopts a compressed batch the catalog lost
 \o /dev/null
