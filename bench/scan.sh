@@ -177,22 +177,14 @@ psql_q -At <<-SQL
 	WITH s AS (
 	  SELECT engine, min(ms) AS best,
 	         percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS median
-	  FROM runs GROUP BY engine)
-	SELECT format('ratio file_fdw_time / kafka_lake_time: %s (median), %s (best)',
+	  FROM runs GROUP BY engine),
+	r(n, label, num, den) AS (VALUES
+	  (1, 'file_fdw_time / kafka_lake_time', 'file_fdw', 'kafka_lake'),
+	  (2, 'plain JSONL time / zstd time (the same typed table over the same records, set_compression(''none''))',
+	   'kl_plain', 'kafka_lake'),
+	  (3, 'file_fdw_time / time of kafka_lake.${SOURCE}_events (the typed table create_source made, units_produced bigint)',
+	   'file_fdw', 'events_tbl'))
+	SELECT format('ratio %s: %s (median), %s (best)', r.label,
 	              round((f.median / k.median)::numeric, 2), round((f.best / k.best)::numeric, 2))
-	  FROM s f, s k WHERE f.engine = 'file_fdw' AND k.engine = 'kafka_lake';
-	WITH s AS (
-	  SELECT engine, min(ms) AS best,
-	         percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS median
-	  FROM runs GROUP BY engine)
-	SELECT format('ratio plain JSONL time / zstd time (the same typed table over the same records, set_compression(''none'')): %s (median), %s (best)',
-	              round((f.median / k.median)::numeric, 2), round((f.best / k.best)::numeric, 2))
-	  FROM s f, s k WHERE f.engine = 'kl_plain' AND k.engine = 'kafka_lake';
-	WITH s AS (
-	  SELECT engine, min(ms) AS best,
-	         percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS median
-	  FROM runs GROUP BY engine)
-	SELECT format('ratio file_fdw_time / time of kafka_lake.${SOURCE}_events (the typed table create_source made, units_produced bigint): %s (median), %s (best)',
-	              round((f.median / k.median)::numeric, 2), round((f.best / k.best)::numeric, 2))
-	  FROM s f, s k WHERE f.engine = 'file_fdw' AND k.engine = 'events_tbl';
+	  FROM r JOIN s f ON f.engine = r.num JOIN s k ON k.engine = r.den ORDER BY r.n;
 SQL
