@@ -972,20 +972,48 @@ kl_manifest_parse_entry(const KlJsonValue *obj, KlRecord *r, const char *path)
 }
 
 /*
+ * kl_manifest_checks
+ *		Record in *b the size, CRC-32C and SHA-256 of a manifest file's bytes
+ *		(as they lie on disk: of a compressed manifest, its frame).
+ */
+void
+kl_manifest_checks(const char *bytes, size_t len, KlBatch *b)
+{
+	uint8		digest[KL_SHA256_LEN];
+
+	kl_sha256(bytes, len, digest);
+	kl_hex(digest, KL_SHA256_LEN, b->manifest_sha256);
+	b->manifest_bytes = len;
+	b->manifest_crc32c = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, bytes, len));
+}
+
+/*
  * kl_manifest_parse
  *		The text of a batch's manifest.json (read from path, named in
  *		errors) into *b, its entries into *recs; ERROR (XX001) when it is not
  *		a manifest this format writes, or does not add up.  Also records the
- *		manifest's own size, CRC-32C and SHA-256 in *b.
+ *		manifest's own size, CRC-32C and SHA-256 in *b (kl_manifest_checks).
  */
 void
 kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 				  KlRecord **recs, int *n)
 {
+	kl_manifest_parse_text(path, text, len, b, recs, n);
+	kl_manifest_checks(text, len, b);
+}
+
+/*
+ * kl_manifest_parse_text
+ *		kl_manifest_parse without the manifest's checks: for a reader that
+ *		has the file's bytes apart from its text (a compressed manifest).
+ */
+void
+kl_manifest_parse_text(const char *path, const char *text, size_t len, KlBatch *b,
+					   KlRecord **recs, int *n)
+{
 	KlJsonReader it;
 	KlJsonValue k;
 	KlJsonValue v;
-	uint8		digest[KL_SHA256_LEN];
 	int			cap = 0;
 	bool		named_zst = false;
 
@@ -994,10 +1022,6 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 	b->contract_version = 1;
 	*recs = NULL;
 	*n = 0;
-	kl_sha256(text, len, digest);
-	kl_hex(digest, KL_SHA256_LEN, b->manifest_sha256);
-	b->manifest_bytes = len;
-	b->manifest_crc32c = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, text, len));
 
 	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
 	while (kl_json_object_next(&it, &k, &v))

@@ -234,6 +234,9 @@ extern void kl_manifest_append_entry(StringInfo out, const KlRecord *r, const ch
 extern void kl_manifest_append_tail(StringInfo doc, const KlBatch *b, const char *topic_json);
 extern void kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 							  KlRecord **recs, int *n);
+extern void kl_manifest_parse_text(const char *path, const char *text, size_t len, KlBatch *b,
+								   KlRecord **recs, int *n);
+extern void kl_manifest_checks(const char *bytes, size_t len, KlBatch *b);
 extern void kl_line_set_fields(KlLine *line, int nfields, const char **names);
 extern void kl_line_parse(KlLine *line, const char *text, size_t len, int want);
 

@@ -907,22 +907,15 @@ kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
 				 errmsg("manifest \"%s\" cannot be uncompressed: %s", path, problem)));
 	if (!compressed)
 		text_len = len;
-	kl_manifest_parse(path, text, text_len, b, recs, n);
+	kl_manifest_parse_text(path, text, text_len, b, recs, n);
 	if (compressed != (b->compression == KL_COMPRESS_ZSTD))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" says its batch is %s", path,
 						b->compression == KL_COMPRESS_NONE ? "not compressed" : "compressed")));
+	/* the checks the catalog keeps are of the file on disk */
+	kl_manifest_checks(data, len, b);
 	if (compressed)
-	{
-		/* the checks the catalog keeps are of the file on disk */
-		uint8		digest[KL_SHA256_LEN];
-
-		kl_sha256(data, len, digest);
-		kl_hex(digest, KL_SHA256_LEN, b->manifest_sha256);
-		b->manifest_bytes = len;
-		b->manifest_crc32c = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, data, len));
 		pfree(text);
-	}
 	pfree(data);
 }

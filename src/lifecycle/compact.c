@@ -233,7 +233,7 @@ kl_compact_read_batch(KlCompactCall *call, KlBatchWriter *w, const KlBatch *b,
 
 	if (text == NULL)
 		kl_compact_damaged(src, b, problem);
-	kl_manifest_parse(path, text, len, &mb, &mrecs, &mn);
+	kl_manifest_parse_text(path, text, len, &mb, &mrecs, &mn);
 	if (mn != b->record_count || strcmp(mb.batch_id, b->batch_id) != 0 ||
 		b->nfingerprints != b->record_count)
 		kl_compact_damaged(src, b, "its manifest differs from the catalog's coordinates");
