@@ -19,9 +19,10 @@ landing=$(q "SELECT kl_test.landing('k_src')")
 psql -X -q -d kl_test -c "SET kafka_lake.batch_max_records = 1000" \
 	-c "SELECT count(*) FROM kafka_lake.land('k_src', max_records => 1000000)" >/dev/null 2>&1 &
 client=$!
-# wait until batches are on disk, then kill the backend in the middle of its work
+# wait until batches are on disk, then kill the backend in the middle of its work; only renamed
+# batches count (a batch in .staging is not landed and is not adopted)
 for _ in $(seq 300); do
-	n=$(find "$landing" -maxdepth 3 -name 'batch=*' 2>/dev/null | wc -l)
+	n=$(find "$landing" -mindepth 3 -maxdepth 3 -path '*/topic=*/partition=*/batch=*' 2>/dev/null | wc -l)
 	[ "$n" -ge 20 ] && break
 	sleep 0.05
 done
