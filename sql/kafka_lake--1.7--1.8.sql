@@ -34,7 +34,7 @@ SELECT s.source, c.topic, c.partition,
        c.batch_id
 FROM kafka_lake.coordinates c
 JOIN kafka_lake.sources s USING (source_id)
-CROSS JOIN LATERAL (SELECT c.fingerprints || '\x'::bytea AS fp OFFSET 0) f
+CROSS JOIN LATERAL (SELECT c.fingerprints || ''::bytea AS fp OFFSET 0) f
 CROSS JOIN LATERAL ROWS FROM (string_to_table(c.statuses, NULL), unnest(c.offset_list))
                    WITH ORDINALITY AS e(st, off, i)
 WHERE e.st <> 'R';

@@ -12,13 +12,13 @@ SELECT plan(6);
 SELECT kl_test.server('cl42_srv');
 SELECT kl_test.broker('create cl42.t 1');
 SELECT kafka_lake.create_source('cl42', 'cl42_srv', 'cl42.t');
-SELECT kl_test.fill('cl42.t', 20000, 1, 1, '--bad-every 7');
+SELECT kl_test.fill('cl42.t', 5000, 1, 1, '--bad-every 7');
 SELECT kl_test.fill('cl42.t', 300, 1, 1);
 SELECT * FROM kafka_lake.land('cl42');
 \o
 SELECT is((SELECT count(*) FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id)
-            WHERE s.source = 'cl42' AND b.record_count = 20300), 1::bigint,
-          'the 20,300 records landed in one batch');
+            WHERE s.source = 'cl42' AND b.record_count = 5300), 1::bigint,
+          'the 5,300 records landed in one batch');
 
 -- an excluded record whose duplicate is promoted: statuses X and P, and an offset_list
 SELECT event_id AS victim FROM kafka_lake.cl42_records
@@ -58,7 +58,7 @@ UPDATE kafka_lake.coordinates c
    SET offsets = int8range(lower(c.offsets), lower(c.offsets) + 2 * length(c.statuses)),
        offset_list = ARRAY(SELECT lower(c.offsets) + 2 * g FROM generate_series(0, length(c.statuses) - 1) g)
   FROM kafka_lake.sources s WHERE s.source_id = c.source_id AND s.source = 'cl42';
-SELECT is((SELECT max("offset") - min("offset") FROM kafka_lake.coordinate_list WHERE source = 'cl42'), 2 * 20299::bigint,
+SELECT is((SELECT max("offset") - min("offset") FROM kafka_lake.coordinate_list WHERE source = 'cl42'), 2 * 5299::bigint,
           'a batch with gaps: the offsets are offset_list''s');
 SELECT is((SELECT count(*) FROM ((SELECT * FROM kafka_lake.coordinate_list WHERE source = 'cl42' EXCEPT ALL SELECT * FROM old_list)
                                  UNION ALL
