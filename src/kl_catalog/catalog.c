@@ -888,7 +888,10 @@ kl_catalog_remembered_offset(KlSource *src, int32 partition)
 /*
  * kl_catalog_durable
  *		The coordinates of [first, last] already durable in some batch, with
- *		their fingerprints; NULL when there is none (the common case).
+ *		their fingerprints; NULL when there is none (the common case).  The
+ *		fingerprints of an expired batch's coordinates are not in the catalog
+ *		(1.9): those are marked on_disk, and their batches are listed in
+ *		disk_batches, for the caller to read from the batches' manifests.
  */
 KlDurable *
 kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
@@ -903,12 +906,14 @@ kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
 	cs = kl_catalog_begin();
 	/* the landed coordinates: a readmit unit's are those of its batch again */
 	kl_spi_exec(kl_catalog_has_contracts() ?
-				"SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints"
+				"SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints,"
+				"       batch_id, pg_catalog.length(statuses)"
 				" FROM kafka_lake.coordinates"
 				" WHERE source_id = $1 AND topic = $2 AND partition = $3"
 				"   AND offsets && pg_catalog.int8range($4, $5, '[]') AND NOT readmit"
 				" ORDER BY pg_catalog.lower(offsets)" :
-				"SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints"
+				"SELECT pg_catalog.lower(offsets), pg_catalog.upper(offsets) - 1, offset_list, fingerprints,"
+				"       batch_id, pg_catalog.length(statuses)"
 				" FROM kafka_lake.coordinates"
 				" WHERE source_id = $1 AND topic = $2 AND partition = $3"
 				"   AND offsets && pg_catalog.int8range($4, $5, '[]')"
@@ -929,11 +934,17 @@ kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
 			int64		hi = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
 			Datum		list = SPI_getbinval(tup, desc, 3, &isnull);
 			bool		contiguous = isnull;
-			bytea	   *fps = DatumGetByteaPP(SPI_getbinval(tup, desc, 4, &isnull));
-			const uint8 *fp = (const uint8 *) VARDATA_ANY(fps);
-			int			nfp = VARSIZE_ANY_EXHDR(fps) / KL_SHA256_LEN;
+			Datum		fpd = SPI_getbinval(tup, desc, 4, &isnull);
+			/* an expired batch's are in its manifest (1.9): the caller reads them */
+			bool		on_disk = isnull;
+			bytea	   *fps = on_disk ? NULL : DatumGetByteaPP(fpd);
+			const uint8 *fp = on_disk ? NULL : (const uint8 *) VARDATA_ANY(fps);
+			int			nfp = on_disk ?
+				DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull)) :
+				VARSIZE_ANY_EXHDR(fps) / KL_SHA256_LEN;
 			Datum	   *elems = NULL;
 			int			nelems = nfp;
+			bool		listed = false;
 
 			if (!contiguous)
 				deconstruct_array(DatumGetArrayTypeP(list), INT8OID, 8, true, TYPALIGN_DOUBLE,
@@ -953,10 +964,24 @@ kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
 					result->fingerprints = result->fingerprints ?
 						repalloc(result->fingerprints, cap * KL_SHA256_LEN) :
 						palloc(cap * KL_SHA256_LEN);
+					result->on_disk = result->on_disk ?
+						repalloc(result->on_disk, cap * sizeof(bool)) :
+						palloc(cap * sizeof(bool));
 				}
 				result->offsets[result->count] = off;
-				memcpy(result->fingerprints + result->count * KL_SHA256_LEN,
-					   fp + i * KL_SHA256_LEN, KL_SHA256_LEN);
+				result->on_disk[result->count] = on_disk;
+				if (on_disk)
+				{
+					memset(result->fingerprints + result->count * KL_SHA256_LEN, 0, KL_SHA256_LEN);
+					if (!listed)
+						result->disk_batches =
+							lappend(result->disk_batches,
+									TextDatumGetCString(SPI_getbinval(tup, desc, 5, &isnull)));
+					listed = true;
+				}
+				else
+					memcpy(result->fingerprints + result->count * KL_SHA256_LEN,
+						   fp + i * KL_SHA256_LEN, KL_SHA256_LEN);
 				result->count++;
 			}
 			(void) hi;

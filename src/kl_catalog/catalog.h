@@ -66,6 +66,9 @@ typedef struct KlDurable
 	int			count;
 	int64	   *offsets;		/* ascending */
 	uint8	   *fingerprints;	/* KL_SHA256_LEN each */
+	bool	   *on_disk;		/* its fingerprint is in its batch's manifest
+								 * only (an expired batch): zeros here */
+	List	   *disk_batches;	/* the batch_ids of those */
 } KlDurable;
 
 /* What the catalog remembers of a partition of a source */

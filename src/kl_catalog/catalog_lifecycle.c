@@ -32,12 +32,14 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "format/batch_format.h"
@@ -182,7 +184,31 @@ kl_catalog_mark_expired(KlSource *src, const char *batch_id, TimestampTz at)
 							  3, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
 		SPI_processed != 1)
 		elog(ERROR, "could not record the expiry of batch %s", batch_id);
+	/* from 1.9 the fingerprints of an expired batch live in its manifest only */
+	if (kl_catalog_has_lean_expiry() &&
+		SPI_execute_with_args("UPDATE kafka_lake.coordinates SET fingerprints = NULL"
+							  " WHERE source_id = $1 AND batch_id = $2 AND fingerprints IS NOT NULL",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the expiry of batch %s", batch_id);
 	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_has_lean_expiry
+ *		May an expired batch's coordinates go without their fingerprints
+ *		(1.9 and later: coordinates.fingerprints is nullable)?
+ */
+bool
+kl_catalog_has_lean_expiry(void)
+{
+	HeapTuple	tup = SearchSysCacheAttName(kl_catalog_relid("coordinates"), "fingerprints");
+	bool		lean;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	lean = !((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+	ReleaseSysCache(tup);
+	return lean;
 }
 
 /*

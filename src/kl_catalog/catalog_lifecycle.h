@@ -42,6 +42,7 @@ extern void kl_catalog_mark_expired(KlSource *src, const char *batch_id, Timesta
 extern KlBatchFate kl_catalog_batch_fate(KlSource *src, const char *batch_id, char **into,
 										 TimestampTz *expired_at);
 extern bool kl_catalog_has_horizon(void);
+extern bool kl_catalog_has_lean_expiry(void);
 extern int64 kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT *hi);
 extern void kl_catalog_set_dedupe_horizon(KlSource *src, Interval *horizon);
 extern List *kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit,

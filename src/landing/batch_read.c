@@ -869,6 +869,51 @@ kl_read_checked_manifest(const char *batch_dir, const KlBatch *b, size_t *len, c
 }
 
 /*
+ * kl_batch_load_fingerprints
+ *		The fingerprints of a batch of the catalog that no longer keeps them
+ *		(an expired batch, 1.9), from its manifest, checked against the
+ *		catalog's record of it: into b->fingerprints, in offset order.  A
+ *		batch whose fingerprints are there already is left as it is.
+ *		ERROR (XX001, naming the manifest) when it cannot be read or does
+ *		not match.
+ */
+void
+kl_batch_load_fingerprints(KlSource *src, KlBatch *b)
+{
+	char	   *dir;
+	char	   *problem;
+	char	   *text;
+	size_t		len;
+	KlBatch		mb;
+	KlRecord   *mrecs;
+	int			mn;
+
+	if (b->fingerprints != NULL)
+		return;
+	dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b), KL_BATCH_DIR_PREFIX(b), b->batch_id);
+	text = kl_read_checked_manifest(dir, b, &len, &problem);
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the fingerprints of expired batch %s of source \"%s\" cannot be read: %s",
+						b->batch_id, src->source, problem),
+				 errdetail("The catalog keeps an expired batch's fingerprints in its manifest only, in \"%s\".", dir),
+				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
+	kl_manifest_parse_text(psprintf("%s/%s", dir, kl_batch_file(b, KL_NFILES)), text, len,
+						   &mb, &mrecs, &mn);
+	if (mn != b->record_count || strcmp(mb.batch_id, b->batch_id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the manifest of expired batch %s of source \"%s\" does not match the catalog",
+						b->batch_id, src->source),
+				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
+	b->fingerprints = palloc(Max(mn, 1) * (Size) KL_SHA256_LEN);
+	for (int i = 0; i < mn; i++)
+		memcpy(b->fingerprints + (Size) i * KL_SHA256_LEN, mrecs[i].fingerprint, KL_SHA256_LEN);
+	b->nfingerprints = mn;
+}
+
+/*
  * kl_read_manifest
  *		Read a batch's manifest (manifest.json, or manifest.json.zst for a
  *		compressed batch) into *b and its entries into *recs

@@ -58,6 +58,7 @@
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/catalog_exclusions.h"
 #include "kl_catalog/locks.h"
+#include "landing/batch_read.h"
 #include "landing/exclusion_files.h"
 #include "landing/fileundo.h"
 #include "landing/landing_files.h"
@@ -515,6 +516,7 @@ kl_exclusion_conflict(KlSource *src, const KlExclusion *x)
 		if (found == NIL)
 			return psprintf("batch %s is not in the catalog", ch->batch_id);
 		b = linitial(found);
+		kl_batch_load_fingerprints(src, b); /* an expired batch's: its manifest's */
 		idx = kl_batch_coordinate_index(b, ch->offset);
 		if (idx < 0 || idx >= b->nfingerprints ||
 			memcmp(b->fingerprints + (Size) idx * KL_SHA256_LEN, ch->fingerprint, KL_SHA256_LEN) != 0)

@@ -193,6 +193,7 @@
 #include "kl_catalog/contract_catalog.h"
 #include "kl_catalog/locks.h"
 #include "landing/avro_land.h"
+#include "landing/batch_read.h"
 #include "landing/land.h"
 #include "landing/land_worker.h"
 #include "landing/landing_files.h"
@@ -1040,6 +1041,60 @@ kl_land_run(KlLandCall *call, KlRecord *recs, int n, KlBatch *b)
 }
 
 /*
+ * kl_durable_from_disk
+ *		The fingerprints of durable coordinates that the catalog does not
+ *		keep (an expired batch's, 1.9), from their batches' manifests.  A
+ *		manifest that cannot be read, or does not list a coordinate the
+ *		catalog gives its batch, stops the window (XX001): the redelivered
+ *		record cannot be told from a changed one.
+ */
+static void
+kl_durable_from_disk(KlSource *src, int32 p, KlDurable *durable)
+{
+	ListCell   *cell;
+
+	foreach(cell, durable->disk_batches)
+	{
+		KlBounds	bounds;
+		int64		total;
+		List	   *found;
+		KlBatch    *b;
+		int			d = 0;
+
+		kl_bounds_init(&bounds);
+		bounds.partition_lo = bounds.partition_hi = p;
+		bounds.topic = src->topic;
+		bounds.batch_id = lfirst(cell);
+		found = kl_catalog_scan_batches(src, &bounds, KL_BATCH_WANT_FINGERPRINTS, &total);
+		if (found == NIL)
+			continue;			/* reported below */
+		b = linitial(found);
+		kl_batch_load_fingerprints(src, b);
+		/* a batch's coordinates in offset order, the durable ones too: one merge */
+		for (int i = 0; i < b->nfingerprints && d < durable->count; i++)
+		{
+			int64		off = b->offset_list ? b->offset_list[i] : b->first_offset + i;
+
+			while (d < durable->count && durable->offsets[d] < off)
+				d++;
+			if (d < durable->count && durable->offsets[d] == off && durable->on_disk[d])
+			{
+				memcpy(durable->fingerprints + d * KL_SHA256_LEN,
+					   b->fingerprints + (Size) i * KL_SHA256_LEN, KL_SHA256_LEN);
+				durable->on_disk[d] = false;
+			}
+		}
+	}
+	for (int d = 0; d < durable->count; d++)
+		if (durable->on_disk[d])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("coordinate (%s, %d, %lld) is landed, but its expired batch's manifest does not list it",
+							src->topic, p, (long long) durable->offsets[d]),
+					 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
+}
+
+/*
  * kl_process_window
  *		Steps 2 to 6 for the polled window.  Returns the committed offset
  *		after it (or the unchanged one for replay).
@@ -1060,6 +1115,8 @@ kl_process_window(KlLandCall *call)
 
 	/* what is already durable, then fingerprints and judgements */
 	durable = kl_catalog_durable(src, p, recs[0].offset, recs[n - 1].offset);
+	if (durable != NULL && durable->disk_batches != NIL)
+		kl_durable_from_disk(src, p, durable);
 	if (durable != NULL)
 	{
 		int			d = 0;

@@ -751,6 +751,8 @@ kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplesto
 			b = linitial(orig);
 		if (b == NULL || b->readmit)
 			problem = psprintf("its batch %s is not in the catalog", u.readmit_of);
+		else
+			kl_batch_load_fingerprints(src, b); /* an expired batch's: its manifest's */
 		for (int i = 0; problem == NULL && i < n; i++)
 		{
 			int			idx = kl_batch_coordinate_index(b, recs[i].offset);

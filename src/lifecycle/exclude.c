@@ -241,9 +241,11 @@ kl_find_record(KlExcludeCall *xc, int32 partition, int64 offset, const char *let
 	foreach(cell, kl_catalog_scan_batches(xc->src, &bounds, KL_BATCH_WANT_FINGERPRINTS, &total))
 	{
 		KlBatch    *b = lfirst(cell);
-		int			idx = kl_batch_coordinate_index(b, offset);
+		int			idx;
 		char		letter;
 
+		kl_batch_load_fingerprints(xc->src, b); /* an expired batch's: its manifest's */
+		idx = kl_batch_coordinate_index(b, offset);
 		if (idx < 0 || idx >= b->nfingerprints)
 			continue;
 		letter = kl_catalog_letter(xc->src, b->batch_id, offset, true);

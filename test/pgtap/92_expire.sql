@@ -7,7 +7,7 @@
 -- consistent after recover(); closed_only expires dates closed by close_date() and not reopened,
 -- and late_events stays readable.  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(50);
+SELECT plan(58);
 
 \o /dev/null
 SELECT kl_test.broker('create ex92.t 2');
@@ -53,8 +53,21 @@ SELECT is((SELECT count(*) FROM ex92_expired e
           4::bigint, 'their manifests stay, beside an EXPIRED marker naming the batch');
 SELECT is((SELECT count(*) FROM kafka_lake.batches WHERE source_id = :sid AND expired_at IS NOT NULL), 4::bigint,
           'the catalog keeps their rows, with expired_at');
-SELECT set_eq($$SELECT partition, "offset", status, fingerprint, batch_id FROM kafka_lake.coordinate_list WHERE source = 'ex92'$$,
-              'SELECT * FROM ex92_coords', 'every coordinate stays known, with its fingerprint');
+SELECT set_eq($$SELECT partition, "offset", status, batch_id FROM kafka_lake.coordinate_list WHERE source = 'ex92'$$,
+              'SELECT partition, "offset", status, batch_id FROM ex92_coords', 'every coordinate stays known');
+SELECT set_eq($$SELECT c.partition, c."offset", c.fingerprint FROM kafka_lake.coordinate_list c
+                 WHERE c.source = 'ex92' AND c.batch_id NOT IN (SELECT batch_id FROM ex92_expired)$$,
+              $$SELECT partition, "offset", fingerprint FROM ex92_coords WHERE batch_id NOT IN (SELECT batch_id FROM ex92_expired)$$,
+              'a batch that did not expire keeps its fingerprints in the catalog');
+SELECT is((SELECT count(*) FROM kafka_lake.coordinate_list c JOIN ex92_expired e USING (batch_id)
+            WHERE c.source = 'ex92' AND c.fingerprint IS NOT NULL),
+          0::bigint, 'an expired batch''s fingerprints leave the catalog');
+SELECT set_eq(format($$SELECT e.partition, (x->>'offset')::bigint, x->>'fingerprint'
+                 FROM ex92_expired e,
+                      json_array_elements(pg_read_file(%L || e.partition || '/batch=' || e.batch_id || '/manifest.json')::json->'entries') x$$,
+                     :'pdir'),
+              $$SELECT partition, "offset", fingerprint FROM ex92_coords WHERE batch_id IN (SELECT batch_id FROM ex92_expired)$$,
+              'they stay in its manifest');
 SELECT set_eq('SELECT * FROM kafka_lake.accepted_events WHERE source_id = ' || :sid, 'SELECT * FROM ex92_events',
               'every accepted event_id stays accepted');
 SELECT is_empty($$SELECT * FROM kafka_lake.verify('ex92')$$, 'verify() is clean: expired is not missing');
@@ -115,6 +128,36 @@ SELECT results_eq(format($$SELECT status, reused FROM kafka_lake.replay('ex92', 
 SELECT results_eq($$SELECT status FROM kafka_lake.land('ex92')$$, $$VALUES ('empty'), ('empty')$$,
                   'land() lands nothing again');
 SELECT is((SELECT count(*) FROM kafka_lake.batches WHERE source_id = :sid), 7::bigint, 'no batch was added');
+
+-- the fingerprints of an expired batch are its manifest's (the catalog keeps none): a
+-- redelivered record is judged by them, and a manifest that cannot tell stops the replay
+SELECT batch_id AS old0, first_offset AS old0_first, manifest_sha256 AS old0_sha,
+       manifest_bytes AS old0_bytes, manifest_crc32c AS old0_crc
+  FROM kafka_lake.batches WHERE source_id = :sid AND partition = 0 AND expired_at IS NOT NULL
+ ORDER BY first_offset LIMIT 1 \gset
+SELECT fingerprint AS old0_fp FROM ex92_coords WHERE partition = 0 AND "offset" = :old0_first \gset
+SELECT :'pdir' || '0/batch=' || :'old0' || '/manifest.json' AS old0_manifest \gset
+SELECT kl_test.sh(format('cp %1$s %1$s.keep && printf x >> %1$s', :'old0_manifest')) \g /dev/null
+SELECT throws_ok(format($$SELECT * FROM kafka_lake.replay('ex92', 0, %s, %s)$$, :old0_first, :old0_first),
+                 'XX001', NULL, 'a replayed coordinate of an expired batch whose manifest is damaged is refused (XX001)');
+SELECT throws_matching(format($$SELECT * FROM kafka_lake.replay('ex92', 0, %s, %s)$$, :old0_first, :old0_first),
+                       'fingerprints of expired batch .* manifest\.json differs from the catalog',
+                       'naming the batch and its manifest');
+-- a record that changed at its coordinate (the manifest, and the catalog's record of it, edited
+-- to another fingerprint) is refused as it is in a batch that did not expire
+SELECT kl_test.sh(format('sed "s/%s/%s/" %s.keep > %s', :'old0_fp', repeat('0', 64), :'old0_manifest', :'old0_manifest')) \g /dev/null
+UPDATE kafka_lake.batches SET manifest_sha256 = encode(sha256(pg_read_binary_file(:'old0_manifest')), 'hex'),
+       manifest_bytes = NULL, manifest_crc32c = NULL
+ WHERE source_id = :sid AND batch_id = :'old0';
+SELECT throws_matching(format($$SELECT * FROM kafka_lake.replay('ex92', 0, %s, %s)$$, :old0_first, :old0_first),
+                       'was delivered again with a different fingerprint',
+                       'a record delivered again with another fingerprint than its expired batch''s manifest is refused');
+SELECT kl_test.sh(format('mv %1$s.keep %1$s', :'old0_manifest')) \g /dev/null
+UPDATE kafka_lake.batches SET manifest_sha256 = :'old0_sha', manifest_bytes = :old0_bytes, manifest_crc32c = :old0_crc
+ WHERE source_id = :sid AND batch_id = :'old0';
+SELECT results_eq(format($$SELECT status, reused FROM kafka_lake.replay('ex92', 0, %s, %s)$$, :old0_first, :old0_first),
+                  $$VALUES ('reused', 1)$$, 'the manifest restored, the record is reused again');
+SELECT is((SELECT count(*) FROM kafka_lake.batches WHERE source_id = :sid), 7::bigint, 'and nothing landed meanwhile');
 
 -- compaction leaves expired batches alone
 SELECT results_eq($$SELECT partition, batches FROM kafka_lake.compact('ex92')$$, $$VALUES (0, 2)$$,
