@@ -30,9 +30,10 @@
 # as they lie (compressed: the source's default) and what they hold
 # uncompressed (the catalog's raw sizes, zstdcat of the manifests); the catalog by table
 # (each with its indexes, after VACUUM FULL); and both after expire().
-# Then the same catalog once the date is closed (close_date) and the source
-# has a dedupe horizon (set_dedupe_horizon, 1 day): expire() removes the
-# date's event_ids from accepted_events.
+# Then the same disk and catalog once the date is closed (close_date) and
+# the source has a dedupe horizon (set_dedupe_horizon, 1 day): expire()
+# removes the date's event_ids from accepted_events and reduces the expired
+# batches' manifests to their offsets, statuses and fingerprint prefixes.
 #
 # Settings: KL_BENCH_COUNT (default 1000000), KL_BENCH_PARTITIONS (100),
 # KL_BENCH_BATCH (100 records a batch), KL_BENCH_RUNS (5), KL_BENCH_COMPRESSION
@@ -200,8 +201,10 @@ printf '  catalog (batches, coordinates, accepted_events, indexes) %d bytes befo
 	"$(per_m "$catalog_before")" "$(per_m "$catalog_after")"
 # with a dedupe horizon: the closed date's event_ids removed by expire()
 psql_q -c "SELECT kafka_lake.set_dedupe_horizon('$SOURCE', '1 day')" >/dev/null
-pruned=$(psql_q -At -c "SELECT coalesce(sum(records), 0) FROM kafka_lake.expire('$SOURCE', before => current_date + 1)
-                        WHERE status = 'event_ids_pruned'")
+# (the same call reduces the manifests of the batches whose event_ids went)
+read -r pruned reduced <<<"$(psql_q -At -F ' ' -c "SELECT coalesce(sum(records) FILTER (WHERE status = 'event_ids_pruned'), 0),
+                        count(*) FILTER (WHERE status = 'reduced')
+                        FROM kafka_lake.expire('$SOURCE', before => current_date + 1)")"
 # VACUUM FULL keeps the rows an older snapshot may see (an autovacuum that the
 # delete of a million rows starts takes one): again until nothing more goes
 ids_horizon=$(table_bytes accepted_events)
@@ -214,6 +217,8 @@ for try in 1 2 3 4 5; do
 done
 catalog_horizon=$(psql_q -At -c "$catalog_sql")
 ids_horizon=$(table_bytes accepted_events)
+batches_horizon=$(table_bytes batches); coordinates_horizon=$(table_bytes coordinates)
+disk_horizon=$(landing_bytes)
 per_r() { echo "scale=1; $1 / $COUNT" | bc; }
 ratio_v() { echo "scale=2; $1 / $value_bytes" | bc; }
 printf '\nstorage per record (the compacted landing; Kafka delivered %s bytes a record)\n' "$(per_r "$value_bytes")"
@@ -227,6 +232,8 @@ printf '  catalog while live                  %8s bytes: batches %s, coordinates
 printf '  after expire(): disk %s, catalog %s bytes (batches %s, coordinates %s, accepted_events %s)\n' \
 	"$(per_r "$disk_after")" "$(per_r "$catalog_after")" "$(per_r "$batches_after")" \
 	"$(per_r "$coordinates_after")" "$(per_r "$ids_after")"
-printf '  after close_date() and expire() with a dedupe horizon: catalog %s bytes (accepted_events %s; %d event_ids removed)\n' \
-	"$(per_r "$catalog_horizon")" "$(per_r "$ids_horizon")" "$pruned"
+printf '  after close_date() and expire() with a dedupe horizon: disk %s, catalog %s bytes (batches %s, coordinates %s, accepted_events %s;\n' \
+	"$(per_r "$disk_horizon")" "$(per_r "$catalog_horizon")" "$(per_r "$batches_horizon")" "$(per_r "$coordinates_horizon")" "$(per_r "$ids_horizon")"
+printf '    %d event_ids removed, %d manifests reduced): %s bytes a record in all\n' \
+	"$pruned" "$reduced" "$(per_r "$(( disk_horizon + catalog_horizon ))")"
 exit 0

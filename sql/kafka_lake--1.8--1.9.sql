@@ -49,3 +49,18 @@ UPDATE kafka_lake.coordinates c SET fingerprints = NULL
  WHERE b.source_id = c.source_id AND b.batch_id = c.batch_id
    AND b.expired_at IS NOT NULL AND c.fingerprints IS NOT NULL;
 
+-- An expired batch whose event_ids are gone keeps a reduced manifest
+--
+-- Once a batch expired and none of its event_ids is in accepted_events any
+-- more (they went past the source's dedupe horizon, or its contract has
+-- none), what a redelivery and recover() still need of it is its offsets,
+-- its statuses and its fingerprints; expire() then replaces its manifest
+-- by manifest.reduced.json(.zst): those, with 8-byte prefixes of the
+-- fingerprints and one SHA-256 over them all (src/lifecycle/expire.c).
+-- reduced_at says when; manifest_sha256, manifest_bytes and
+-- manifest_crc32c are then the reduced manifest's.
+ALTER TABLE kafka_lake.batches ADD COLUMN reduced_at timestamptz;
+ALTER TABLE kafka_lake.batches
+    ADD CONSTRAINT batches_reduced_check CHECK (reduced_at IS NULL OR expired_at IS NOT NULL);
+COMMENT ON COLUMN kafka_lake.batches.reduced_at IS
+  'When expire() reduced the expired batch''s manifest to its offsets, statuses and fingerprint prefixes (manifest.reduced.json); NULL: not reduced.';

@@ -82,13 +82,21 @@ kl_claim_check_batches(KlSource *src, const char *dir)
 	foreach(cell, batches)
 	{
 		struct stat st;
-		char	   *manifest = psprintf("%s/%s/manifest.json", dir, (char *) lfirst(cell));
-		char	   *compressed = psprintf("%s.zst", manifest);
+		const char *batch = lfirst(cell);
+		bool		found = false;
 
 		CHECK_FOR_INTERRUPTS();
-		/* a plain batch's manifest, or a compressed one's */
-		if ((lstat(manifest, &st) != 0 || !S_ISREG(st.st_mode)) &&
-			(lstat(compressed, &st) != 0 || !S_ISREG(st.st_mode)))
+		/* a plain batch's manifest, or a compressed one's, or their reduced ones (expire.c) */
+		for (int c = 0; c < 4 && !found; c++)
+		{
+			int			compression = (c % 2) ? KL_COMPRESS_ZSTD : KL_COMPRESS_NONE;
+			char	   *manifest = psprintf("%s/%s/%s", dir, batch,
+											c < 2 ? kl_file_name(compression, KL_NFILES) :
+											kl_reduced_manifest_name(compression));
+
+			found = (lstat(manifest, &st) == 0 && S_ISREG(st.st_mode));
+		}
+		if (!found)
 		{
 			if (first == NULL)
 				first = lfirst(cell);

@@ -65,6 +65,9 @@ static const char *const kl_fault_points[] = {
 	"exclude_after_write",
 	"exclude_after_rename",
 	"exclude_after_catalog",
+	"reduce_after_write",
+	"reduce_after_catalog",
+	"reduce_before_remove",
 	NULL
 };
 

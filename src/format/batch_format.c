@@ -129,7 +129,20 @@ static const char *const kl_batch_file_names[2][KL_NFILES + 1] = {
 const char *
 kl_batch_file(const KlBatch *b, int file)
 {
+	if (file == KL_NFILES && b->reduced)
+		return kl_reduced_manifest_name(b->compression);
 	return kl_file_name(b->compression, file);
+}
+
+/*
+ * kl_reduced_manifest_name
+ *		The name of the reduced manifest of an expired batch (expire.c), for
+ *		a compression.
+ */
+const char *
+kl_reduced_manifest_name(int compression)
+{
+	return compression == KL_COMPRESS_ZSTD ? "manifest.reduced.json.zst" : "manifest.reduced.json";
 }
 
 /*
@@ -862,6 +875,92 @@ kl_manifest_append_tail(StringInfo doc, const KlBatch *b, const char *topic_json
 	appendStringInfoString(doc, "\n}\n");
 }
 
+/*
+ * kl_manifest_reduced
+ *		The reduced manifest of an expired batch (expire.c), from its
+ *		manifest's batch and entries: the same members but "entries" and
+ *		"created_at" (when it was reduced), and instead of the entries:
+ *		"statuses" (one letter a record, in offset order: a(ccepted),
+ *		d(uplicate_event_id), q(uarantined)), "offsets" (only when the range
+ *		has gaps), "fingerprint_prefixes" (the first
+ *		KL_FINGERPRINT_PREFIX_LEN bytes of each fingerprint, in hex),
+ *		"fingerprints_sha256" (the SHA-256 over the whole fingerprints, whose
+ *		first 12 hex digits end the batch_id) and "reduced_from" (the SHA-256
+ *		of the manifest it replaces).  Keys sorted, as in manifest.json.
+ */
+char *
+kl_manifest_reduced(const KlBatch *b, const KlRecord *recs, int n, const char *reduced_from)
+{
+	StringInfoData doc;
+	StringInfoData tail;
+	StringInfoData topic_json;
+	KlSha256   *h = kl_sha256_create();
+	uint8		digest[KL_SHA256_LEN];
+	char		hex[KL_SHA256_HEX_LEN + 1];
+	bool		gaps = (b->last_offset - b->first_offset + 1 != n);
+	char	   *at;
+	const char *p;
+
+	initStringInfo(&doc);
+	initStringInfo(&tail);
+	initStringInfo(&topic_json);
+	kl_json_append_string(&topic_json, b->topic, strlen(b->topic));
+	kl_manifest_append_head(&doc, b);
+	/* the head ends with the opening of "entries", the tail begins with its end */
+	at = strstr(doc.data, "  \"entries\": [\n");
+	Assert(at != NULL);
+	doc.len = at - doc.data;
+	doc.data[doc.len] = '\0';
+	kl_manifest_append_tail(&tail, b, topic_json.data);
+	p = tail.data + strlen("  ],\n");
+
+	/* "files": what the record files were, up to "format_version" */
+	at = strstr(p, "  \"format_version\"");
+	appendBinaryStringInfo(&doc, p, at - p);
+	appendStringInfoString(&doc, "  \"fingerprint_prefixes\": \"");
+	for (int i = 0; i < n; i++)
+	{
+		char		pre[2 * KL_FINGERPRINT_PREFIX_LEN + 1];
+
+		kl_sha256_update(h, recs[i].fingerprint, KL_SHA256_LEN);
+		kl_hex(recs[i].fingerprint, KL_FINGERPRINT_PREFIX_LEN, pre);
+		appendBinaryStringInfo(&doc, pre, 2 * KL_FINGERPRINT_PREFIX_LEN);
+	}
+	kl_sha256_final(h, digest);
+	kl_hex(digest, KL_SHA256_LEN, hex);
+	appendStringInfo(&doc, "\",\n  \"fingerprints_sha256\": \"%s\",\n", hex);
+	p = at;
+
+	/* "format_version" to "new_coordinate_count", then "offsets" */
+	at = strstr(p, "  \"partition\"");
+	appendBinaryStringInfo(&doc, p, at - p);
+	if (gaps)
+	{
+		appendStringInfoString(&doc, "  \"offsets\": [");
+		for (int i = 0; i < n; i++)
+		{
+			if (i > 0)
+				appendStringInfoString(&doc, ", ");
+			kl_json_append_int64(&doc, recs[i].offset);
+		}
+		appendStringInfoString(&doc, "],\n");
+	}
+	p = at;
+
+	/* "partition", "quarantine_count", then "reduced_from" and "statuses" */
+	at = strstr(p, "  \"topic\"");
+	appendBinaryStringInfo(&doc, p, at - p);
+	appendStringInfo(&doc, "  \"reduced_from\": \"%s\",\n  \"statuses\": \"", reduced_from);
+	for (int i = 0; i < n; i++)
+		appendStringInfoChar(&doc, recs[i].status == KL_STATUS_ACCEPTED ? 'a' :
+							 recs[i].status == KL_STATUS_DUPLICATE ? 'd' : 'q');
+	appendStringInfoString(&doc, "\",\n");
+	appendStringInfoString(&doc, at);
+	pfree(tail.data);
+	pfree(topic_json.data);
+	return doc.data;
+}
+
 /* ----------------------------------------------------------------
  *		Reading the manifest
  * ----------------------------------------------------------------
@@ -1003,6 +1102,58 @@ kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 }
 
 /*
+ * kl_manifest_reduced_entries
+ *		The entries of a reduced manifest (kl_manifest_reduced), made from its
+ *		members: each coordinate's offset, status and fingerprint prefix (the
+ *		rest of the fingerprint zeros), without event_id, key or timestamp.
+ *		ERROR (XX001) when a member is missing or they do not agree, or the
+ *		fingerprints' SHA-256 is not the one the batch_id ends with.
+ */
+static void
+kl_manifest_reduced_entries(const char *path, KlBatch *b, const char *statuses,
+							const char *prefixes, const char *fingerprints_sha256,
+							bool reduced_from, const int64 *offsets, int noffsets,
+							KlRecord **recs, int *n)
+{
+	int			count = statuses ? (int) strlen(statuses) : 0;
+
+	if (*n != 0 || statuses == NULL || prefixes == NULL || fingerprints_sha256 == NULL ||
+		!reduced_from || count == 0 ||
+		strlen(prefixes) != (size_t) count * 2 * KL_FINGERPRINT_PREFIX_LEN ||
+		strlen(fingerprints_sha256) != KL_SHA256_HEX_LEN ||
+		(noffsets >= 0 && noffsets != count) ||
+		(noffsets < 0 && b->last_offset - b->first_offset + 1 != count) ||
+		b->readmit ||
+		strlen(b->batch_id) != KL_BATCH_ID_LEN ||
+		strncmp(b->batch_id + KL_BATCH_ID_LEN - 12, fingerprints_sha256, 12) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" is not a reduced manifest this format writes", path),
+				 errdetail("Its statuses, offsets, fingerprint_prefixes and fingerprints_sha256 do not agree with each other or with its batch_id.")));
+	*recs = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(KlRecord) * count);
+	memset(*recs, 0, sizeof(KlRecord) * count);
+	for (int i = 0; i < count; i++)
+	{
+		KlRecord   *r = &(*recs)[i];
+
+		r->offset = noffsets >= 0 ? offsets[i] : b->first_offset + i;
+		r->timestamp_ms = -1;
+		r->schema_id = -1;
+		r->status = statuses[i] == 'a' ? KL_STATUS_ACCEPTED :
+			statuses[i] == 'd' ? KL_STATUS_DUPLICATE :
+			statuses[i] == 'q' ? KL_STATUS_QUARANTINED : '\0';
+		if (r->status == '\0' ||
+			!kl_unhex(prefixes + (Size) i * 2 * KL_FINGERPRINT_PREFIX_LEN, KL_FINGERPRINT_PREFIX_LEN,
+					  r->fingerprint))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("manifest \"%s\" has an invalid status or fingerprint prefix", path)));
+	}
+	*n = count;
+	b->reduced = true;
+}
+
+/*
  * kl_manifest_parse_text
  *		kl_manifest_parse without the manifest's checks: for a reader that
  *		has the file's bytes apart from its text (a compressed manifest).
@@ -1016,6 +1167,13 @@ kl_manifest_parse_text(const char *path, const char *text, size_t len, KlBatch *
 	KlJsonValue v;
 	int			cap = 0;
 	bool		named_zst = false;
+	/* a reduced manifest's members (kl_manifest_reduced) */
+	char	   *statuses = NULL;
+	char	   *prefixes = NULL;
+	char	   *fingerprints_sha256 = NULL;
+	int64	   *offsets = NULL;
+	int			noffsets = -1;
+	bool		reduced_from = false;
 
 	memset(b, 0, sizeof(*b));
 	b->contract = KL_MACHINE_EVENT_V1;
@@ -1195,6 +1353,41 @@ kl_manifest_parse_text(const char *path, const char *text, size_t len, KlBatch *
 				}
 			}
 		}
+		else if (KEY_IS(k, "statuses"))
+			statuses = kl_manifest_text(&v, path, "statuses");
+		else if (KEY_IS(k, "fingerprint_prefixes"))
+			prefixes = kl_manifest_text(&v, path, "fingerprint_prefixes");
+		else if (KEY_IS(k, "fingerprints_sha256"))
+			fingerprints_sha256 = kl_manifest_text(&v, path, "fingerprints_sha256");
+		else if (KEY_IS(k, "reduced_from"))
+			reduced_from = (kl_manifest_text(&v, path, "reduced_from") != NULL);
+		else if (KEY_IS(k, "offsets"))
+		{
+			KlJsonReader oit;
+			KlJsonValue ov;
+			int			ocap = 0;
+
+			if (v.type != KL_JSON_ARRAY)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" has an invalid \"offsets\"", path)));
+			noffsets = 0;
+			kl_json_array_open(&oit, v.start, v.start + v.len, KL_JSON_MAX_DEPTH);
+			while (kl_json_array_next(&oit, &ov))
+			{
+				if (noffsets == ocap)
+				{
+					ocap = Max(ocap * 2, 256);
+					offsets = offsets ? repalloc_huge(offsets, sizeof(int64) * ocap) :
+						MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * ocap);
+				}
+				offsets[noffsets++] = kl_manifest_int(&ov, path, "offsets");
+			}
+			if (oit.error)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("manifest \"%s\" is not valid JSON: %s", path, oit.error)));
+		}
 		else if (KEY_IS(k, "entries"))
 		{
 			KlJsonReader eit;
@@ -1226,6 +1419,9 @@ kl_manifest_parse_text(const char *path, const char *text, size_t len, KlBatch *
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("manifest \"%s\" is not valid JSON: %s", path, it.error)));
+	if (statuses != NULL || prefixes != NULL || fingerprints_sha256 != NULL || reduced_from)
+		kl_manifest_reduced_entries(path, b, statuses, prefixes, fingerprints_sha256,
+									reduced_from, offsets, noffsets, recs, n);
 	if (*n == 0 || *n != b->record_count ||
 		b->counts[KL_FILE_ACCEPTED] + b->counts[KL_FILE_DUPLICATES] +
 		b->counts[KL_FILE_QUARANTINE] != *n)

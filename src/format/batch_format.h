@@ -48,6 +48,9 @@
 
 #define KL_BATCH_ID_LEN			54	/* 20 + 1 + 20 + 1 + 12 */
 
+/* the bytes of each fingerprint a reduced manifest keeps (expire.c) */
+#define KL_FINGERPRINT_PREFIX_LEN	8
+
 /* One record of a landing window */
 typedef struct KlRecord
 {
@@ -154,6 +157,11 @@ typedef struct KlBatch
 	int			ncompacted_from;
 	bool		expired;		/* from the catalog: its record files are gone */
 	TimestampTz expired_at;
+	bool		reduced;		/* manifest, catalog: its manifest is the
+								 * reduced one of an expired batch whose
+								 * event_ids are gone (expire.c); its
+								 * fingerprints are known by their first
+								 * KL_FINGERPRINT_PREFIX_LEN bytes only */
 	TimestampTz landed_at;		/* from the catalog: when its row was made */
 } KlBatch;
 
@@ -208,6 +216,7 @@ typedef struct KlLine
 
 extern const char *const kl_file_names[KL_NFILES];
 extern const char *kl_batch_file(const KlBatch *b, int file);
+extern const char *kl_reduced_manifest_name(int compression);
 extern const char *kl_file_name(int compression, int file);
 extern const char *kl_compression_name(int compression);
 extern int	kl_compression_of(const char *name);
@@ -232,6 +241,8 @@ extern void kl_manifest_append_head(StringInfo doc, const KlBatch *b);
 extern void kl_manifest_append_entry(StringInfo out, const KlRecord *r, const char *topic_json,
 									 int32 partition, bool last);
 extern void kl_manifest_append_tail(StringInfo doc, const KlBatch *b, const char *topic_json);
+extern char *kl_manifest_reduced(const KlBatch *b, const KlRecord *recs, int n,
+								 const char *reduced_from);
 extern void kl_manifest_parse(const char *path, const char *text, size_t len, KlBatch *b,
 							  KlRecord **recs, int *n);
 extern void kl_manifest_parse_text(const char *path, const char *text, size_t len, KlBatch *b,

@@ -1409,6 +1409,16 @@ kl_catalog_has_compression(void)
 }
 
 /*
+ * kl_catalog_has_reduction
+ *		Does the catalog record reduced manifests (1.9 and later)?
+ */
+bool
+kl_catalog_has_reduction(void)
+{
+	return get_attnum(kl_catalog_relid("batches"), "reduced_at") != InvalidAttrNumber;
+}
+
+/*
  * kl_catalog_set_compression
  *		Store how a source's new batches are written (KL_COMPRESS_*).
  */
@@ -1797,7 +1807,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 " %s,"
 					 " (SELECT pg_catalog.count(*) FROM kafka_lake.batches t WHERE t.source_id = $1),"
 					 " b.min_business_date, b.max_business_date, b.manifest_sha256, %s,"
-					 " b.record_count, %s, %s, %s, b.created_at, b.topic, %s"
+					 " b.record_count, %s, %s, %s, b.created_at, b.topic, %s, %s"
 					 " FROM kafka_lake.batches b"
 					 " LEFT JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
 					 " WHERE b.source_id = $1"
@@ -1820,6 +1830,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 					 kl_catalog_has_lifecycle() ? "b.expired_at" : "NULL::timestamptz",
 					 kl_catalog_has_compression() ?
 					 "b.compression, b.file_raw_bytes" : "NULL::text, NULL::bigint[]",
+					 kl_catalog_has_reduction() ? "b.reduced_at IS NOT NULL" : "false",
 					 files.data);
 
 	cs = kl_catalog_begin();
@@ -1952,6 +1963,7 @@ kl_catalog_scan_batches(KlSource *src, const KlBounds *bounds, int want, int64 *
 			kl_int8_array3(d, v);
 		for (int i = 0; i < KL_NFILES; i++)
 			b->files[i].raw_bytes = isnull ? b->files[i].bytes : v[i];
+		b->reduced = DatumGetBool(SPI_getbinval(tup, desc, 31, &isnull));
 		result = lappend(result, b);
 		MemoryContextSwitchTo(old);
 	}

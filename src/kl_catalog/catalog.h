@@ -69,6 +69,9 @@ typedef struct KlDurable
 	bool	   *on_disk;		/* its fingerprint is in its batch's manifest
 								 * only (an expired batch): zeros here */
 	List	   *disk_batches;	/* the batch_ids of those */
+	bool	   *prefix_only;	/* (the caller's) known by the first
+								 * KL_FINGERPRINT_PREFIX_LEN bytes only: a
+								 * reduced manifest's; NULL: none is */
 } KlDurable;
 
 /* What the catalog remembers of a partition of a source */
@@ -119,6 +122,7 @@ extern void kl_identities_of(const KlRecord *recs, int n, KlIdentity *ids);
 extern void kl_identities_apply(const KlIdentity *ids, int n, KlRecord *recs);
 extern bool kl_catalog_has_manifest_checks(void);
 extern bool kl_catalog_has_lifecycle(void);
+extern bool kl_catalog_has_reduction(void);
 extern bool kl_catalog_has_compression(void);
 extern void kl_catalog_set_compression(KlSource *src, int compression);
 extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,

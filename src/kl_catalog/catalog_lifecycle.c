@@ -46,6 +46,8 @@
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/catalog_lifecycle.h"
 
+static char *kl_final_batch_sql(const char *now);
+
 /*
  * kl_text_array
  *		A text[] datum of C strings.
@@ -190,6 +192,84 @@ kl_catalog_mark_expired(KlSource *src, const char *batch_id, TimestampTz at)
 							  " WHERE source_id = $1 AND batch_id = $2 AND fingerprints IS NOT NULL",
 							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the expiry of batch %s", batch_id);
+	kl_catalog_end(cs);
+}
+
+/*
+ * kl_catalog_reducible
+ *		The batch_ids of a partition's expired batches whose manifests
+ *		expire() reduces (1.9): not reduced yet, a batch of the landing (not
+ *		a readmit unit) that no readmit unit and no exclusion names, none of
+ *		whose statuses says another record's fate ('D', 'R', 'X', 'P'), and
+ *		without event_ids in accepted_events: it accepted none, or they are
+ *		past the dedupe horizon (kl_final_batch_sql, the rule by which
+ *		kl_catalog_prune_event_ids removed them).  Ascending by offset.  Not
+ *		read-only: it sees the expiries and the pruning of the caller's own
+ *		call.
+ */
+List *
+kl_catalog_reducible(KlSource *src, int32 partition, TimestampTz now)
+{
+	KlCatalogSave cs;
+	Oid			types[4] = {INT4OID, TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		values[4] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+		Int32GetDatum(partition), TimestampTzGetDatum(now)};
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+
+	if (!kl_catalog_has_reduction())
+		return NIL;
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args(psprintf(
+							  "SELECT b.batch_id FROM kafka_lake.batches b"
+							  "  JOIN kafka_lake.sources s USING (source_id)"
+							  "  JOIN kafka_lake.coordinates c USING (source_id, batch_id)"
+							  " WHERE b.source_id = $1 AND b.topic = $2 AND b.partition = $3"
+							  "   AND b.expired_at IS NOT NULL AND b.reduced_at IS NULL AND b.kind = 'landing'"
+							  "   AND c.statuses !~ '[DRXP]'"
+							  "   AND NOT EXISTS (SELECT 1 FROM kafka_lake.batches u"
+							  "                    WHERE u.source_id = $1 AND u.readmit_of = b.batch_id)"
+							  "   AND NOT EXISTS (SELECT 1 FROM kafka_lake.exclusions x"
+							  "                    WHERE x.source_id = $1"
+							  "                      AND (x.batch_id = b.batch_id OR x.promoted_batch_id = b.batch_id))"
+							  "   AND (b.accepted_count = 0 OR %s)"
+							  " ORDER BY b.first_offset", kl_final_batch_sql("$4")),
+							  4, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read kafka_lake.batches");
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		result = lappend(result, TextDatumGetCString(d));
+		MemoryContextSwitchTo(old);
+	}
+	kl_catalog_end(cs);
+	return result;
+}
+
+/*
+ * kl_catalog_mark_reduced
+ *		Record that an expired batch's manifest is (about to be) its reduced
+ *		one, whose size, CRC-32C and SHA-256 *checks holds.
+ */
+void
+kl_catalog_mark_reduced(KlSource *src, const char *batch_id, TimestampTz at, const KlBatch *checks)
+{
+	KlCatalogSave cs;
+	Oid			types[6] = {INT4OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID, INT8OID};
+	Datum		values[6] = {Int32GetDatum(src->source_id), CStringGetTextDatum(batch_id),
+		TimestampTzGetDatum(at), CStringGetTextDatum(checks->manifest_sha256),
+		Int64GetDatum(checks->manifest_bytes), Int64GetDatum((int64) checks->manifest_crc32c)};
+
+	cs = kl_catalog_begin();
+	if (SPI_execute_with_args("UPDATE kafka_lake.batches SET reduced_at = $3, manifest_sha256 = $4,"
+							  "       manifest_bytes = $5, manifest_crc32c = $6"
+							  " WHERE source_id = $1 AND batch_id = $2 AND expired_at IS NOT NULL",
+							  6, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record the reduction of batch %s", batch_id);
 	kl_catalog_end(cs);
 }
 
@@ -385,6 +465,26 @@ kl_catalog_has_horizon(void)
 }
 
 /*
+ * kl_final_batch_sql
+ *		The condition on a batch b of a source s (with the source_id in $1)
+ *		that its event_ids are past the source's dedupe horizon at the
+ *		timestamptz parameter now: every business date of it older than the
+ *		horizon, and closed.  One rule for the pruning of event_ids and for
+ *		the reduction of manifests that follows it.
+ */
+static char *
+kl_final_batch_sql(const char *now)
+{
+	return psprintf("(s.dedupe_horizon IS NOT NULL"
+					" AND b.max_business_date < (%s - s.dedupe_horizon)::pg_catalog.date"
+					" AND NOT EXISTS (SELECT 1 FROM pg_catalog.generate_series(b.min_business_date::timestamp,"
+					"                                 b.max_business_date::timestamp, interval '1 day') d"
+					"                  WHERE NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings c"
+					"                                     WHERE c.source_id = $1 AND c.business_date = d::pg_catalog.date"
+					"                                       AND c.status = 'closed')))", now);
+}
+
+/*
  * kl_catalog_prune_event_ids
  *		The source's dedupe horizon, applied: the accepted event_ids of the
  *		batches whose business dates are all older than the horizon (by the
@@ -411,12 +511,7 @@ kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT 
 							  "WITH cand AS ("
 							  "  SELECT CASE WHEN b.topic <> pg_catalog.split_part(s.topic, ',', 1) THEN b.topic END AS etopic,"
 							  "         b.partition, b.first_offset, b.last_offset, b.min_business_date, b.max_business_date,"
-							  "         b.max_business_date < ($2 - s.dedupe_horizon)::pg_catalog.date"
-							  "         AND NOT EXISTS (SELECT 1 FROM pg_catalog.generate_series(b.min_business_date::timestamp,"
-							  "                                              b.max_business_date::timestamp, interval '1 day') d"
-							  "                          WHERE NOT EXISTS (SELECT 1 FROM kafka_lake.date_closings c"
-							  "                                             WHERE c.source_id = $1 AND c.business_date = d::pg_catalog.date"
-							  "                                               AND c.status = 'closed')) AS final"
+							  "         %s AS final"
 							  "    FROM kafka_lake.batches b JOIN kafka_lake.sources s USING (source_id)"
 							  "   WHERE b.source_id = $1 AND s.dedupe_horizon IS NOT NULL AND b.accepted_count > 0),"
 							  " final AS (SELECT * FROM cand WHERE final),"
@@ -436,6 +531,7 @@ kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT 
 							  " SELECT (SELECT pg_catalog.count(*) FROM gone),"
 							  "        (SELECT pg_catalog.min(min_business_date) FROM final),"
 							  "        (SELECT pg_catalog.max(max_business_date) FROM final)",
+							  kl_final_batch_sql("$2"),
 							  topics ? "a.topic IS NOT DISTINCT FROM f.etopic" : "true",
 							  topics ? "a.topic IS NOT DISTINCT FROM o.etopic" : "true"),
 							  2, types, values, NULL, false, 0) != SPI_OK_SELECT)

@@ -43,6 +43,9 @@ extern KlBatchFate kl_catalog_batch_fate(KlSource *src, const char *batch_id, ch
 										 TimestampTz *expired_at);
 extern bool kl_catalog_has_horizon(void);
 extern bool kl_catalog_has_lean_expiry(void);
+extern List *kl_catalog_reducible(KlSource *src, int32 partition, TimestampTz now);
+extern void kl_catalog_mark_reduced(KlSource *src, const char *batch_id, TimestampTz at,
+									const KlBatch *checks);
 extern int64 kl_catalog_prune_event_ids(KlSource *src, TimestampTz now, DateADT *lo, DateADT *hi);
 extern void kl_catalog_set_dedupe_horizon(KlSource *src, Interval *horizon);
 extern List *kl_catalog_expirable(KlSource *src, int32 partition, DateADT limit,

@@ -873,12 +873,15 @@ kl_read_checked_manifest(const char *batch_dir, const KlBatch *b, size_t *len, c
  *		The fingerprints of a batch of the catalog that no longer keeps them
  *		(an expired batch, 1.9), from its manifest, checked against the
  *		catalog's record of it: into b->fingerprints, in offset order.  A
- *		batch whose fingerprints are there already is left as it is.
+ *		batch whose fingerprints are there already is left as it is.  Of a
+ *		reduced manifest (b->reduced), only the first
+ *		KL_FINGERPRINT_PREFIX_LEN bytes of each are known (the rest zeros):
+ *		for a caller that compares no more (prefixes_ok), else ERROR 55000.
  *		ERROR (XX001, naming the manifest) when it cannot be read or does
  *		not match.
  */
 void
-kl_batch_load_fingerprints(KlSource *src, KlBatch *b)
+kl_batch_load_fingerprints(KlSource *src, KlBatch *b, bool prefixes_ok)
 {
 	char	   *dir;
 	char	   *problem;
@@ -890,6 +893,13 @@ kl_batch_load_fingerprints(KlSource *src, KlBatch *b)
 
 	if (b->fingerprints != NULL)
 		return;
+	if (b->reduced && !prefixes_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("batch %s of source \"%s\" expired, and its event_ids are past the dedupe horizon",
+						b->batch_id, src->source),
+				 errdetail("expire() reduced its manifest to its offsets, statuses and fingerprint prefixes; its records are gone."),
+				 errhint("Nothing can be done to the records of a batch past the dedupe horizon.")));
 	dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b), KL_BATCH_DIR_PREFIX(b), b->batch_id);
 	text = kl_read_checked_manifest(dir, b, &len, &problem);
 	if (text == NULL)
@@ -901,7 +911,7 @@ kl_batch_load_fingerprints(KlSource *src, KlBatch *b)
 				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
 	kl_manifest_parse_text(psprintf("%s/%s", dir, kl_batch_file(b, KL_NFILES)), text, len,
 						   &mb, &mrecs, &mn);
-	if (mn != b->record_count || strcmp(mb.batch_id, b->batch_id) != 0)
+	if (mn != b->record_count || strcmp(mb.batch_id, b->batch_id) != 0 || mb.reduced != b->reduced)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the manifest of expired batch %s of source \"%s\" does not match the catalog",
@@ -928,6 +938,7 @@ kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
 	struct stat st;
 	bool		compressed = (lstat(zst, &st) == 0);
 	char	   *path = compressed ? zst : plain;
+	bool		reduced = false;
 	size_t		len;
 	const char *not_regular;
 	char	   *data;
@@ -940,6 +951,19 @@ kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("batch directory \"%s\" holds both manifest.json and manifest.json.zst",
 						batch_dir)));
+	if (!compressed && lstat(plain, &st) != 0)
+	{
+		/* an expired batch whose manifest was reduced (expire.c) */
+		char	   *rplain = psprintf("%s/%s", batch_dir, kl_reduced_manifest_name(KL_COMPRESS_NONE));
+		char	   *rzst = psprintf("%s/%s", batch_dir, kl_reduced_manifest_name(KL_COMPRESS_ZSTD));
+
+		compressed = (lstat(rzst, &st) == 0);
+		if (compressed || lstat(rplain, &st) == 0)
+		{
+			reduced = true;
+			path = compressed ? rzst : rplain;
+		}
+	}
 	data = kl_read_whole_file(path, &len, &not_regular);
 	if (data == NULL)
 		ereport(ERROR,
@@ -953,6 +977,11 @@ kl_read_manifest(const char *batch_dir, KlBatch *b, KlRecord **recs, int *n)
 	if (!compressed)
 		text_len = len;
 	kl_manifest_parse_text(path, text, text_len, b, recs, n);
+	if (reduced != b->reduced)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("manifest \"%s\" %s", path,
+						reduced ? "is not a reduced manifest" : "is a reduced manifest under a manifest's name")));
 	if (compressed != (b->compression == KL_COMPRESS_ZSTD))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

@@ -516,7 +516,7 @@ kl_exclusion_conflict(KlSource *src, const KlExclusion *x)
 		if (found == NIL)
 			return psprintf("batch %s is not in the catalog", ch->batch_id);
 		b = linitial(found);
-		kl_batch_load_fingerprints(src, b); /* an expired batch's: its manifest's */
+		kl_batch_load_fingerprints(src, b, false); /* an expired batch's: its manifest's */
 		idx = kl_batch_coordinate_index(b, ch->offset);
 		if (idx < 0 || idx >= b->nfingerprints ||
 			memcmp(b->fingerprints + (Size) idx * KL_SHA256_LEN, ch->fingerprint, KL_SHA256_LEN) != 0)

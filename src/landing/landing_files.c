@@ -1584,24 +1584,44 @@ kl_check_expired_marker_slot(const char *batch_dir)
 void
 kl_write_expired_marker(const char *batch_dir, const char *batch_id, TimestampTz expired_at)
 {
-	char	   *path = kl_expired_marker_path(batch_dir);
 	StringInfoData line;
-	int			fd;
 
 	initStringInfo(&line);
 	appendStringInfoString(&line, "{\"batch_id\": ");
 	kl_json_append_string(&line, batch_id, strlen(batch_id));
 	appendStringInfo(&line, ", \"expired_at\": \"%s\"}\n", timestamptz_to_str(expired_at));
+	kl_write_batch_dir_file(batch_dir, KL_EXPIRED_MARKER, line.data, line.len);
+	pfree(line.data);
+}
 
-	/* never through a link, never blocked by a FIFO (see kl_open_landed) */
-	kl_check_expired_marker_slot(batch_dir);
+/*
+ * kl_write_batch_dir_file
+ *		Write a small file of kafka_lake's own into a batch directory (the
+ *		EXPIRED marker, a reduced manifest: expire.c), fsync it and the
+ *		directory.  What lies at its name and is not a regular file is
+ *		refused (XX001), never written through: a link is not followed, a
+ *		FIFO does not block (see kl_open_landed).
+ */
+void
+kl_write_batch_dir_file(const char *batch_dir, const char *name, const char *data, size_t len)
+{
+	char	   *path = psprintf("%s/%s", batch_dir, name);
+	struct stat st;
+	int			fd;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("\"%s\" is not a regular file", path),
+				 errdetail("It is %s; kafka_lake writes this file itself.", kl_file_kind(st.st_mode)),
+				 errhint("Move it out of the batch directory, then call the function again.")));
 	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not create file \"%s\": %m", path)));
 	errno = 0;
-	if (write(fd, line.data, line.len) != line.len)
+	if (write(fd, data, len) != (ssize_t) len)
 	{
 		if (errno == 0)
 			errno = ENOSPC;
@@ -1615,6 +1635,37 @@ kl_write_expired_marker(const char *batch_dir, const char *batch_id, TimestampTz
 				 errmsg("could not fsync file \"%s\": %m", path)));
 	CloseTransientFile(fd);
 	fsync_fname(batch_dir, true);
+	pfree(path);
+}
+
+/*
+ * kl_zstd_frame
+ *		data as one zstd frame with its checksum, at the landing's level: a
+ *		small file written whole (a reduced manifest), as the landing's own
+ *		files are.
+ */
+char *
+kl_zstd_frame(const char *data, size_t len, size_t *frame_len)
+{
+	ZSTD_CCtx  *cctx = ZSTD_createCCtx();
+	size_t		cap = ZSTD_compressBound(len);
+	char	   *frame = palloc(cap);
+	size_t		n;
+
+	if (cctx == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, KL_ZSTD_LEVEL);
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	n = ZSTD_compress2(cctx, frame, cap, data, len);
+	ZSTD_freeCCtx(cctx);
+	if (ZSTD_isError(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not compress: %s", ZSTD_getErrorName(n))));
+	*frame_len = n;
+	return frame;
 }
 
 /*

@@ -127,6 +127,9 @@ extern void kl_check_expired_marker_slot(const char *batch_dir);
 extern void kl_write_expired_marker(const char *batch_dir, const char *batch_id,
 									TimestampTz expired_at);
 extern bool kl_has_expired_marker(const char *batch_dir);
+extern void kl_write_batch_dir_file(const char *batch_dir, const char *name, const char *data,
+									size_t len);
+extern char *kl_zstd_frame(const char *data, size_t len, size_t *frame_len);
 extern void kl_write_unit(KlSource *src, int32 partition, KlRecord *recs, int n,
 						  const char *contract, int32 contract_version, const char *readmit_of,
 						  KlBatch *out);

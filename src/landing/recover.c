@@ -287,6 +287,41 @@ kl_remove_record_files(const char *dir)
 }
 
 /*
+ * kl_remove_stale_manifests
+ *		Remove the manifest of an expired batch that is not the one b says
+ *		is its own (expire.c, REDUCTION): the full one of a reduced batch
+ *		(the reduction committed, the backend died before it removed it),
+ *		the reduced one of a batch that is not (a reduction that did not
+ *		commit); but what this transaction removes at commit or abort.
+ *		Returns how many it removed.
+ */
+static int
+kl_remove_stale_manifests(const char *dir, const KlBatch *b)
+{
+	int			removed = 0;
+
+	for (int c = 0; c < 2; c++)
+	{
+		int			compression = c == 0 ? KL_COMPRESS_NONE : KL_COMPRESS_ZSTD;
+		char	   *path = psprintf("%s/%s", dir, b->reduced ? kl_file_name(compression, KL_NFILES) :
+									kl_reduced_manifest_name(compression));
+		struct stat st;
+
+		if (kl_undo_removal_pending(path) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (unlink(path) == 0)
+			removed++;
+		else if (errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\": %m", path)));
+	}
+	if (removed > 0)
+		fsync_fname(dir, true);
+	return removed;
+}
+
+/*
  * kl_check_adoptable
  *		Read and check in full a batch directory the catalog does not know
  *		(an expired one: its manifest).  ERROR (XX001, with a hint that
@@ -389,7 +424,10 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 	{
 		/* the expiry committed once: finish it, and the catalog says so */
 		kl_catalog_mark_expired(src, b.batch_id, GetCurrentTransactionStartTimestamp());
+		if (b.reduced && kl_catalog_has_reduction())
+			kl_catalog_mark_reduced(src, b.batch_id, GetCurrentTransactionStartTimestamp(), &b);
 		kl_remove_record_files(dir);
+		kl_remove_stale_manifests(dir, &b);
 	}
 	else if (kl_has_expired_marker(dir) && unlink(kl_expired_marker_path(dir)) != 0 &&
 			 errno != ENOENT)
@@ -400,7 +438,8 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 						psprintf("%d records%s%s%s", n,
 								 demoted ? psprintf("; %d accepted on disk were accepted elsewhere first and count as duplicates",
 													demoted) : "",
-								 b.expired ? "; an expired batch: its manifest and coordinates only" : "",
+								 b.expired ? (b.reduced ? "; an expired batch past the dedupe horizon: its reduced manifest's coordinates only" :
+											  "; an expired batch: its manifest and coordinates only") : "",
 								 b.ncompacted_from > 0 ?
 								 psprintf("; a compacted batch, which replaces %d batches", b.ncompacted_from) : ""));
 	if (demoted)
@@ -752,7 +791,7 @@ kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplesto
 		if (b == NULL || b->readmit)
 			problem = psprintf("its batch %s is not in the catalog", u.readmit_of);
 		else
-			kl_batch_load_fingerprints(src, b); /* an expired batch's: its manifest's */
+			kl_batch_load_fingerprints(src, b, false); /* an expired batch's: its manifest's */
 		for (int i = 0; problem == NULL && i < n; i++)
 		{
 			int			idx = kl_batch_coordinate_index(b, recs[i].offset);
@@ -945,6 +984,7 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 		{
 			bool		rewrote = false;
 			int			removed;
+			int			stale;
 
 			if (!kl_has_expired_marker(dir))
 			{
@@ -952,10 +992,13 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 				rewrote = true;
 			}
 			removed = kl_remove_record_files(dir);
-			if (rewrote || removed > 0)
+			stale = kl_remove_stale_manifests(dir, b);
+			if (rewrote || removed > 0 || stale > 0)
 				kl_emit_recover_row(out, desc, "finished_expiry", src, partition, b->batch_id,
-									psprintf("the batch expired%s%s",
+									psprintf("the batch expired%s%s%s",
 											 removed > 0 ? psprintf("; %d record files were still there and were removed", removed) : "",
+											 stale > 0 ? (b->reduced ? "; the manifest its reduced one replaced was still there and was removed" :
+														  "; a reduced manifest whose reduction did not commit was removed") : "",
 											 rewrote ? "; its EXPIRED marker was written again" : ""));
 		}
 		else if (kl_has_expired_marker(dir))
@@ -972,6 +1015,7 @@ kl_check_known_batches(KlSource *src, int32 partition, Tuplestorestate *out, Tup
 						(errcode_for_file_access(),
 						 errmsg("could not remove file \"%s\": %m", marker)));
 			fsync_fname(dir, true);
+			(void) kl_remove_stale_manifests(dir, b);	/* and a reduction with it */
 			kl_emit_recover_row(out, desc, "undid_expiry", src, partition, b->batch_id,
 								"an expiry of this batch did not commit: its EXPIRED marker was removed, the batch is whole");
 		}

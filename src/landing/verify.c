@@ -473,6 +473,26 @@ kl_verify(FunctionCallInfo fcinfo)
 					MemoryContextSwitchTo(per_batch);
 				}
 			}
+			/* and one manifest: the reduced one once the catalog says so (expire.c) */
+			for (int c = 0; c < 2; c++)
+			{
+				int			compression = c == 0 ? KL_COMPRESS_NONE : KL_COMPRESS_ZSTD;
+				const char *other = cat->reduced ? kl_file_name(compression, KL_NFILES) :
+					kl_reduced_manifest_name(compression);
+
+				if (lstat(psprintf("%s/%s", dir, other), &st) == 0)
+				{
+					MemoryContextSwitchTo(old);
+					kl_emit_verify_row(rsinfo, cat->batch_id, src, cat->partition, other,
+									   "expiry_unfinished",
+									   cat->reduced ?
+									   "the batch's manifest was reduced, but the manifest it replaced is still there" :
+									   "the batch carries a reduced manifest, but its reduction did not commit",
+									   psprintf("Run kafka_lake.recover('%s'): it removes the manifest that is not the batch's.",
+												src->source));
+					MemoryContextSwitchTo(per_batch);
+				}
+			}
 			if (!kl_has_expired_marker(dir))
 			{
 				MemoryContextSwitchTo(old);

@@ -244,7 +244,7 @@ kl_find_record(KlExcludeCall *xc, int32 partition, int64 offset, const char *let
 		int			idx;
 		char		letter;
 
-		kl_batch_load_fingerprints(xc->src, b); /* an expired batch's: its manifest's */
+		kl_batch_load_fingerprints(xc->src, b, false); /* an expired batch's: its manifest's */
 		idx = kl_batch_coordinate_index(b, offset);
 		if (idx < 0 || idx >= b->nfingerprints)
 			continue;

@@ -10,12 +10,14 @@
  * A batch expires when every business date of its events is older than the
  * limit (a batch without dates, all of it quarantined, when the day it
  * landed is).  Its three record files (accepted, duplicates, quarantine)
- * are removed.  Kept, for good: its manifest.json (every coordinate with
- * its fingerprint, status and event_id), its catalog rows (batches, with
- * expired_at set; coordinates; accepted_events), and the bridge's adapter
- * versions, runs and gold snapshots.  So every coordinate stays known: a
- * redelivered or replayed expired record is reused, never landed twice,
- * and its event_id stays accepted once.  The foreign table and the bridge
+ * are removed.  Kept: its manifest.json (every coordinate with its
+ * fingerprint, status and event_id), its catalog rows (batches, with
+ * expired_at set; coordinates, without their fingerprints from 1.9: the
+ * manifest has them; accepted_events), and the bridge's adapter versions,
+ * runs and gold snapshots.  So every coordinate stays known: a redelivered
+ * or replayed expired record is reused (its fingerprint read from the
+ * manifest, src/landing/land.c), never landed twice, and its event_id stays
+ * accepted once.  The foreign table and the bridge
  * refuse a date whose batches expired instead of returning part of it
  * (batch_read.c), and verify() tells an expired batch from a damaged one.
  *
@@ -41,6 +43,38 @@
  * expired batch (its quarantine lines are gone), and compact() leaves
  * expired batches alone.
  *
+ * REDUCTION
+ *
+ * Once an expired batch's event_ids are gone from accepted_events (past
+ * the source's dedupe horizon: kl_catalog_prune_event_ids, which each call
+ * runs before this; or it accepted none), its manifest's entries are more
+ * than anything still needs: nothing reads its records again, and recover()
+ * would not reserve its event_ids.  What a redelivery and an adoption
+ * still need is its offsets, statuses and fingerprints; so the manifest is
+ * replaced by manifest.reduced.json(.zst) (kl_manifest_reduced): the same
+ * batch members, the statuses as one letter each, the offsets when the
+ * range has gaps, the first KL_FINGERPRINT_PREFIX_LEN bytes of each
+ * fingerprint, one SHA-256 over the whole fingerprints (which the batch_id
+ * ends with, so an adoption can check it) and the SHA-256 of the manifest
+ * it replaces: about 8.6 bytes a record compressed instead of about 40.  A
+ * redelivered coordinate of a reduced batch is then reused when its
+ * fingerprint begins with the same 8 bytes (a changed record passes with a
+ * chance of 2^-64), and refused otherwise, as before.  A batch that a
+ * readmit unit, an exclusion or a demotion concerns keeps its manifest:
+ * they name its records by their whole fingerprints.
+ *
+ * The reduction of a batch of a partition the call owns, in the caller's
+ * transaction:
+ *	1. write the reduced manifest beside the manifest, fsynced (it goes
+ *	   again if the transaction aborts);
+ *	2. set the batch's reduced_at and its manifest checks to the reduced
+ *	   manifest's;
+ *	3. once that has committed, remove the manifest (fileundo.c).
+ * A crash before the commit leaves a reduced manifest of a batch the
+ * catalog does not call reduced, after one that leaves the manifest of a
+ * reduced batch: recover() removes the one that is not the batch's
+ * (recover.c), and an adoption from disk prefers the whole manifest.
+ *
  * closed_only => true expires only batches each of whose business dates
  * has a closing certificate in effect (kafka_lake.date_closings, status
  * 'closed'; a date reopened since is not closed); a batch without dates is
@@ -65,10 +99,12 @@
 
 #include "base/args.h"
 #include "base/compat.h"
+#include "base/fault.h"
 #include "format/batch_format.h"
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/catalog_lifecycle.h"
 #include "kl_catalog/locks.h"
+#include "landing/batch_read.h"
 #include "landing/fileundo.h"
 #include "landing/landing_files.h"
 #include "landing/recover.h"
@@ -159,6 +195,69 @@ kl_expire_batch(KlSource *src, const KlBatch *b, TimestampTz now)
 }
 
 /*
+ * kl_reduce_batch
+ *		The reduction of an expired batch's manifest (REDUCTION in the file
+ *		header), for a batch of a partition the caller owns.  *saved gets
+ *		the bytes it gives back.  false, with a WARNING, when its manifest
+ *		cannot be read as the catalog recorded it (verify() says why).
+ */
+static bool
+kl_reduce_batch(KlSource *src, KlBatch *b, TimestampTz now, int64 *saved)
+{
+	char	   *dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b),
+							   KL_BATCH_DIR_PREFIX(b), b->batch_id);
+	char	   *problem;
+	size_t		len;
+	char	   *text = kl_read_checked_manifest(dir, b, &len, &problem);
+	KlBatch		mb;
+	KlBatch		reduced;
+	KlRecord   *recs;
+	int			n;
+	char	   *doc;
+	const char *bytes;
+	size_t		nbytes;
+
+	if (text == NULL)
+	{
+		ereport(WARNING,
+				(errmsg("the manifest of expired batch %s of source \"%s\" is not reduced: %s",
+						b->batch_id, src->source, problem),
+				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
+		return false;
+	}
+	kl_manifest_parse_text(psprintf("%s/%s", dir, kl_batch_file(b, KL_NFILES)), text, len,
+						   &mb, &recs, &n);
+	doc = kl_manifest_reduced(&mb, recs, n, b->manifest_sha256);
+	nbytes = strlen(doc);
+	bytes = b->compression == KL_COMPRESS_ZSTD ? kl_zstd_frame(doc, nbytes, &nbytes) : doc;
+
+	/* 1. the reduced manifest, durable, and gone again if this aborts */
+	reduced = *b;
+	reduced.reduced = true;
+	kl_manifest_checks(bytes, nbytes, &reduced);
+	kl_undo_remove_at_abort(psprintf("%s/%s", dir, kl_batch_file(&reduced, KL_NFILES)), false, "expire()");
+	kl_write_batch_dir_file(dir, kl_batch_file(&reduced, KL_NFILES), bytes, nbytes);
+	kl_fault_point("reduce_after_write");
+	/* 2. the catalog: reduced, with the reduced manifest's checks */
+	kl_catalog_mark_reduced(src, b->batch_id, now, &reduced);
+	kl_fault_point("reduce_after_catalog");
+	/* 3. the manifest it replaces goes at commit */
+	if (kl_fault_take("reduce_before_remove"))
+		ereport(WARNING,
+				(errmsg("kafka_lake fault injection: reduce_before_remove"),
+				 errdetail("The manifest of batch %s stays beside its reduced one, as a crash after the commit would leave it; recovery removes it.",
+						   b->batch_id)));
+	else
+	{
+		if (kl_fault_pausing("reduce_before_remove"))
+			kl_undo_pause_at_commit("reduce_before_remove");
+		kl_undo_remove_file_at_commit(psprintf("%s/%s", dir, kl_batch_file(b, KL_NFILES)), "expire()");
+	}
+	*saved = (b->manifest_bytes >= 0 ? b->manifest_bytes : (int64) len) - (int64) nbytes;
+	return true;
+}
+
+/*
  * kafka_lake_expire
  *		expire(source, before, older_than, closed_only): one row per batch
  *		expired, and per partition another session owns ("locked").
@@ -171,6 +270,8 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 	DateADT		limit;
 	bool		closed_only = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	List	   *owned;			/* (topic index, partition) of the partitions locked */
+	ListCell   *oc;
 
 	/* the arguments first, then the source */
 	kl_check_not_null(fcinfo, 0, "source", NULL);
@@ -179,6 +280,7 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 
 	kl_source_lock(source);
 	kl_init_materialized_srf(fcinfo);
+	owned = NIL;
 	for (int t = 0; t < source->ntopics; t++)
 	{
 		KlSource   *src = kl_source_topic(source, t);
@@ -204,6 +306,7 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 				continue;
 			}
 			kl_recover_partition(src, p, NULL, NULL);
+			owned = lappend(owned, list_make2_int(t, p));
 			foreach(bc, kl_catalog_expirable(src, p, limit, closed_only))
 			{
 				KlBatch    *b = lfirst(bc);
@@ -249,6 +352,47 @@ kafka_lake_expire(PG_FUNCTION_ARGS)
 			values[4] = Int32GetDatum((int32) Min(pruned, PG_INT32_MAX));
 			values[5] = DateADTGetDatum(lo);
 			values[6] = DateADTGetDatum(hi);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+
+	/* the manifests of expired batches whose event_ids are gone: reduced */
+	foreach(oc, owned)
+	{
+		KlSource   *src = kl_source_topic(source, linitial_int(lfirst(oc)));
+		int32		p = lsecond_int(lfirst(oc));
+		ListCell   *bc;
+
+		foreach(bc, kl_catalog_reducible(src, p, now))
+		{
+			KlBounds	bounds;
+			int64		total;
+			List	   *found;
+			KlBatch    *b;
+			int64		saved;
+			Datum		values[8] = {0};
+			bool		nulls[8] = {0};
+
+			CHECK_FOR_INTERRUPTS();
+			kl_bounds_init(&bounds);
+			bounds.partition_lo = bounds.partition_hi = p;
+			bounds.topic = src->topic;
+			bounds.batch_id = lfirst(bc);
+			found = kl_catalog_scan_batches(src, &bounds, 0, &total);
+			if (found == NIL)
+				continue;
+			b = linitial(found);
+			if (!kl_reduce_batch(src, b, now, &saved))
+				continue;
+			values[0] = CStringGetTextDatum(src->topic);
+			values[1] = Int32GetDatum(p);
+			values[2] = CStringGetTextDatum(b->batch_id);
+			values[3] = CStringGetTextDatum("reduced");
+			values[4] = Int32GetDatum(b->record_count);
+			values[5] = DateADTGetDatum(b->min_date);
+			values[6] = DateADTGetDatum(b->max_date);
+			nulls[5] = nulls[6] = !b->has_dates;
+			values[7] = Int64GetDatum(saved);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

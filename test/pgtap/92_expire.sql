@@ -198,9 +198,9 @@ SELECT is((SELECT count(*) FROM kafka_lake.batches b
           (SELECT count(*) FROM kafka_lake.batches WHERE source_id = :bid),
           'every batch keeps its record files, and no marker is left');
 SELECT is_empty($$SELECT * FROM kafka_lake.verify('ex92b')$$, 'verify() is clean');
-SELECT results_eq($$SELECT min_business_date IS NULL, count(*)::int FROM kafka_lake.expire('ex92b', before => current_date + 1) GROUP BY 1 ORDER BY 1$$,
-                  $$VALUES (false, 6), (true, 1)$$,
-                  'before => tomorrow also expires the batch without dates, by the day it landed');
+SELECT results_eq($$SELECT min_business_date IS NULL, status, count(*)::int FROM kafka_lake.expire('ex92b', before => current_date + 1) GROUP BY 1, 2 ORDER BY 1, 2$$,
+                  $$VALUES (false, 'expired', 6), (true, 'expired', 1), (true, 'reduced', 1)$$,
+                  'before => tomorrow also expires the batch without dates, by the day it landed, and reduces its manifest (it accepted no event_id)');
 SELECT throws_ok($$SELECT count(*) FROM kafka_lake.ex92b_records WHERE status = 'quarantined'$$, '55000',
                  'quarantined records of source "ex92b" have expired', 'then its quarantined records are refused too');
 
