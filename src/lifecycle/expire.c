@@ -56,7 +56,7 @@
  * range has gaps, the first KL_FINGERPRINT_PREFIX_LEN bytes of each
  * fingerprint, one SHA-256 over the whole fingerprints (which the batch_id
  * ends with, so an adoption can check it) and the SHA-256 of the manifest
- * it replaces: about 8.6 bytes a record compressed instead of about 40.  A
+ * it replaces: about 8.4 bytes a record compressed instead of about 40.  A
  * redelivered coordinate of a reduced batch is then reused when its
  * fingerprint begins with the same 8 bytes (a changed record passes with a
  * chance of 2^-64), and refused otherwise, as before.  A batch that a
