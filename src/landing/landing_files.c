@@ -1553,6 +1553,8 @@ kl_expired_marker_path(const char *batch_dir)
 	return psprintf("%s/" KL_EXPIRED_MARKER, batch_dir);
 }
 
+static void kl_check_file_slot(const char *path);
+
 /*
  * kl_check_expired_marker_slot
  *		ERROR (XX001) when something that is not a regular file lies where a
@@ -1563,6 +1565,19 @@ void
 kl_check_expired_marker_slot(const char *batch_dir)
 {
 	char	   *path = kl_expired_marker_path(batch_dir);
+
+	kl_check_file_slot(path);
+	pfree(path);
+}
+
+/*
+ * kl_check_file_slot
+ *		ERROR (XX001) when something that is not a regular file lies at the
+ *		path of a file of kafka_lake's own in a batch directory.
+ */
+static void
+kl_check_file_slot(const char *path)
+{
 	struct stat st;
 
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
@@ -1571,7 +1586,6 @@ kl_check_expired_marker_slot(const char *batch_dir)
 				 errmsg("\"%s\" is not a regular file", path),
 				 errdetail("It is %s; kafka_lake writes this file itself.", kl_file_kind(st.st_mode)),
 				 errhint("Move it out of the batch directory, then call the function again.")));
-	pfree(path);
 }
 
 /*
@@ -1606,15 +1620,9 @@ void
 kl_write_batch_dir_file(const char *batch_dir, const char *name, const char *data, size_t len)
 {
 	char	   *path = psprintf("%s/%s", batch_dir, name);
-	struct stat st;
 	int			fd;
 
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("\"%s\" is not a regular file", path),
-				 errdetail("It is %s; kafka_lake writes this file itself.", kl_file_kind(st.st_mode)),
-				 errhint("Move it out of the batch directory, then call the function again.")));
+	kl_check_file_slot(path);
 	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,

@@ -256,6 +256,8 @@ kl_expired_on_disk(const char *dir)
 	return present < KL_NFILES;
 }
 
+static int kl_remove_batch_files(const char *dir, const char *const *names, int n);
+
 /*
  * kl_remove_record_files
  *		Remove what is left of the record files of an expired batch (but
@@ -265,13 +267,29 @@ kl_expired_on_disk(const char *dir)
 static int
 kl_remove_record_files(const char *dir)
 {
-	int			removed = 0;
+	const char *names[KL_NFILES * 2];
 
 	for (int f = 0; f < KL_NFILES * 2; f++)
-	{
-		char	   *path = psprintf("%s/%s", dir, kl_file_name(f / KL_NFILES, f % KL_NFILES));
+		names[f] = kl_file_name(f / KL_NFILES, f % KL_NFILES);
+	return kl_remove_batch_files(dir, names, KL_NFILES * 2);
+}
 
-		/* an expiry of this transaction removes it at commit, not before */
+/*
+ * kl_remove_batch_files
+ *		Remove those of the named files of a batch directory that are there
+ *		(but those this transaction removes at commit: an expiry or a
+ *		reduction of its own, which a rollback would keep), and fsync the
+ *		directory if any went.  Returns how many it removed.
+ */
+static int
+kl_remove_batch_files(const char *dir, const char *const *names, int n)
+{
+	int			removed = 0;
+
+	for (int f = 0; f < n; f++)
+	{
+		char	   *path = psprintf("%s/%s", dir, names[f]);
+
 		if (kl_undo_removal_pending(path))
 			continue;
 		if (unlink(path) == 0)
@@ -298,27 +316,16 @@ kl_remove_record_files(const char *dir)
 static int
 kl_remove_stale_manifests(const char *dir, const KlBatch *b)
 {
-	int			removed = 0;
+	const char *names[2];
 
 	for (int c = 0; c < 2; c++)
 	{
 		int			compression = c == 0 ? KL_COMPRESS_NONE : KL_COMPRESS_ZSTD;
-		char	   *path = psprintf("%s/%s", dir, b->reduced ? kl_file_name(compression, KL_NFILES) :
-									kl_reduced_manifest_name(compression));
-		struct stat st;
 
-		if (kl_undo_removal_pending(path) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (unlink(path) == 0)
-			removed++;
-		else if (errno != ENOENT)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not remove file \"%s\": %m", path)));
+		names[c] = b->reduced ? kl_file_name(compression, KL_NFILES) :
+			kl_reduced_manifest_name(compression);
 	}
-	if (removed > 0)
-		fsync_fname(dir, true);
-	return removed;
+	return kl_remove_batch_files(dir, names, 2);
 }
 
 /*
