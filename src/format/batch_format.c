@@ -1525,6 +1525,8 @@ kl_escaped_key_is(const char *start, size_t len, const char *name, int namelen)
 	return result;
 }
 
+static pg_attribute_always_inline int kl_key_cmp(const char *a, int alen, const char *b, int blen);
+
 /*
  * kl_line_parse_strict
  *		kl_line_parse with the strict reader from the first byte: the line
@@ -1546,15 +1548,30 @@ kl_line_parse_strict(KlLine *line, const char *text, size_t len, int want)
 	bool		need_quarantine = (want & KL_WANT_QUARANTINE) != 0;
 	bool		need_ids = (want & KL_WANT_IDS) != 0;
 
+	bool		ids_ahead = true;	/* no member yet at or past "business_date" */
+
 	kl_line_reset(line);
 	kl_json_object_open(&it, text, text + len, KL_JSON_MAX_DEPTH);
 	while ((need_event || need_kafka || need_quarantine || need_ids) &&
 		   kl_json_object_next(&it, &k, &v))
 	{
+		bool		in_place = ids_ahead;
+
+		/*
+		 * The line's own ids are a "business_date" where land() writes it,
+		 * keys sorted: before every member whose key sorts after it.  As in
+		 * the fast path, which stops once it has what it needs and never
+		 * sees a "business_date" out of that place.
+		 */
+		if (k.has_escapes || kl_key_cmp(k.start + 1, (int) k.len - 2, "business_date", 13) >= 0)
+			ids_ahead = false;
 		if (KEY_IS(k, "business_date"))
 		{
-			line->has_ids = true;
-			line->business_date = v;
+			if (in_place)
+			{
+				line->has_ids = true;
+				line->business_date = v;
+			}
 		}
 		else if (KEY_IS(k, "event_id"))
 			line->event_id = v;	/* the line's own only beside business_date */
