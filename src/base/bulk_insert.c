@@ -107,10 +107,30 @@ kl_bulk_open(KlBulkInsert *w, Relation rel, int capacity, int options, MemoryCon
 	}
 	w->bistate = GetBulkInsertState();
 	w->cid = GetCurrentCommandId(true);
+	w->desc = CreateTupleDescCopy(RelationGetDescr(w->rel));
 	w->slots = palloc(sizeof(TupleTableSlot *) * capacity);
-	for (i = 0; i < capacity; i++)
-		w->slots[i] = table_slot_create(w->rel, NULL);
+	w->cxt = cxt;
 	w->rows_cxt = AllocSetContextCreate(cxt, "kafka_lake bulk insert rows", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * kl_bulk_make_slot
+ *		One more slot, for the next row.  Slots are made as rows come, not
+ *		capacity of them at open: a landing opens a writer per batch, most
+ *		of whose batches hold fewer rows.  They are of a copy of the table's
+ *		descriptor, which is not reference-counted, so that no slot
+ *		registers with the resource owner: a transaction that lands
+ *		thousands of batches would otherwise make it hold thousands of
+ *		references to one descriptor, which it looks up one by one.
+ */
+void
+kl_bulk_make_slot(KlBulkInsert *w)
+{
+	MemoryContext old = MemoryContextSwitchTo(w->cxt);
+
+	Assert(w->nmade < w->capacity);
+	w->slots[w->nmade++] = MakeSingleTupleTableSlot(w->desc, table_slot_callbacks(w->rel));
 	MemoryContextSwitchTo(old);
 }
 
@@ -211,7 +231,7 @@ void
 kl_bulk_close(KlBulkInsert *w)
 {
 	kl_bulk_flush(w);
-	for (int i = 0; i < w->capacity; i++)
+	for (int i = 0; i < w->nmade; i++)
 		ExecDropSingleTupleTableSlot(w->slots[i]);
 	FreeBulkInsertState(w->bistate);
 	table_finish_bulk_insert(w->rel, w->options);

@@ -31,15 +31,19 @@ typedef struct KlBulkInsert
 	EState	   *estate;
 	BulkInsertState bistate;
 	CommandId	cid;
+	TupleDesc	desc;			/* the table's, a copy no slot pins */
 	TupleTableSlot **slots;
 	int			capacity;		/* rows per multi-insert */
+	int			nmade;			/* slots made so far (as rows come) */
 	int			nslots;			/* rows pending */
+	MemoryContext cxt;			/* the writer's */
 	MemoryContext rows_cxt;		/* for the datums of pending rows */
 } KlBulkInsert;
 
 extern void kl_bulk_open(KlBulkInsert *w, Relation rel, int capacity, int options,
 						 MemoryContext cxt);
 extern void kl_bulk_flush(KlBulkInsert *w);
+extern void kl_bulk_make_slot(KlBulkInsert *w);
 extern void kl_bulk_close(KlBulkInsert *w);
 
 /*
@@ -51,8 +55,11 @@ extern void kl_bulk_close(KlBulkInsert *w);
 static inline TupleTableSlot *
 kl_bulk_next_slot(KlBulkInsert *w)
 {
-	TupleTableSlot *slot = w->slots[w->nslots];
+	TupleTableSlot *slot;
 
+	if (w->nslots == w->nmade)
+		kl_bulk_make_slot(w);
+	slot = w->slots[w->nslots];
 	ExecClearTuple(slot);
 	return slot;
 }
