@@ -197,6 +197,7 @@ kl_kafka_open(const char *server_name, KlKafkaRole role, const char *group_id)
 	kk = MemoryContextAllocZero(TopTransactionContext, sizeof(KlKafka));
 	kk->server_name = MemoryContextStrdup(TopTransactionContext, server->servername);
 	kk->role = role;
+	kk->current = -1;
 	conf = kl_build_conf(server, GetUserId(), &kk->secrets);
 	/* the secrets list must live as long as the handle (its cells are C strings) */
 	{
@@ -338,6 +339,11 @@ kl_kafka_destroy_handle(KlKafka *kk)
 	if (kk->rk == NULL)
 		return;
 	kl_kafka_release_held(kk);
+	/* partition queues go before the handle, as librdkafka wants */
+	for (int i = 0; i < kk->nparts; i++)
+		rd_kafka_queue_destroy((rd_kafka_queue_t *) kk->parts[i].queue);
+	kk->nparts = 0;
+	kk->current = -1;
 	if (kk->queue)
 	{
 		rd_kafka_queue_destroy(kk->queue);
@@ -1020,32 +1026,188 @@ kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int64 next_offs
 }
 
 /*
+ * READING A PARTITION, AND THE NEXT ONES AHEAD
+ *
+ * land() reads its partitions one after another.  A partition just assigned
+ * sends its first fetch only then, and its first records come a round trip
+ * or two later (about 2 ms on this machine's test broker): for a topic of
+ * many small partitions that wait is a third of the landing.  So the
+ * consumer may also assign the next partitions ahead of time
+ * (kl_kafka_read_ahead), each with a queue of its own, no longer forwarded
+ * to the consumer queue: its records wait there, fetched, until it is the
+ * partition read (kl_kafka_assign at the same offset), and no window of
+ * another partition ever sees them.  Every assignment is incremental
+ * (rd_kafka_incremental_assign), so assigning one partition does not stop
+ * the fetches of the others.  The caller bounds what is read ahead (land.c).
+ */
+
+/*
+ * kl_kafka_add_part
+ *		Assign a partition at an offset, with its own queue; its index in
+ *		kk->parts, or -1 when there is no room or no queue for it.
+ */
+static int
+kl_kafka_add_part(KlKafka *kk, const char *topic, int32 partition, int64 offset)
+{
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_queue_t *q;
+	rd_kafka_error_t *error;
+	KlKafkaPart *part;
+
+	if (kk->nparts >= KL_KAFKA_AHEAD + 1)
+		return -1;
+	q = rd_kafka_queue_get_partition(kk->rk, topic, partition);
+	if (q == NULL)
+		return -1;
+	/* before the first fetch: none of its records reaches the consumer queue */
+	rd_kafka_queue_forward(q, NULL);
+	list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
+	error = rd_kafka_incremental_assign(kk->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (error != NULL)
+	{
+		rd_kafka_resp_err_t err = rd_kafka_error_code(error);
+
+		rd_kafka_error_destroy(error);
+		rd_kafka_queue_destroy(q);
+		kl_kafka_error(kk, "assign the partition", err);
+	}
+	part = &kk->parts[kk->nparts];
+	part->topic = MemoryContextStrdup(TopTransactionContext, topic);
+	part->partition = partition;
+	part->offset = offset;
+	part->queue = q;
+	kk->assigned = true;
+	return kk->nparts++;
+}
+
+/*
+ * kl_kafka_drop_part
+ *		Unassign one of kk->parts; its queue forwards to the consumer queue
+ *		again, as an unassigned partition's does.
+ */
+static void
+kl_kafka_drop_part(KlKafka *kk, int i)
+{
+	KlKafkaPart *part = &kk->parts[i];
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_error_t *error;
+	rd_kafka_queue_t *consumer;
+
+	rd_kafka_topic_partition_list_add(list, part->topic, part->partition);
+	error = rd_kafka_incremental_unassign(kk->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (error != NULL)
+		rd_kafka_error_destroy(error);	/* not assigned: nothing to stop */
+	consumer = rd_kafka_queue_get_consumer(kk->rk);
+	if (consumer != NULL)
+	{
+		rd_kafka_queue_forward(part->queue, consumer);
+		rd_kafka_queue_destroy(consumer);
+	}
+	rd_kafka_queue_destroy(part->queue);
+	pfree(part->topic);
+	if (kk->current == i)
+		kk->current = -1;
+	else if (kk->current > i)
+		kk->current--;
+	memmove(&kk->parts[i], &kk->parts[i + 1], sizeof(KlKafkaPart) * (kk->nparts - i - 1));
+	kk->nparts--;
+	kk->assigned = (kk->nparts > 0);
+}
+
+/*
+ * kl_kafka_find_part
+ *		The index of a partition in kk->parts, or -1.
+ */
+static int
+kl_kafka_find_part(KlKafka *kk, const char *topic, int32 partition)
+{
+	for (int i = 0; i < kk->nparts; i++)
+		if (kk->parts[i].partition == partition && strcmp(kk->parts[i].topic, topic) == 0)
+			return i;
+	return -1;
+}
+
+/*
  * kl_kafka_assign
- *		Read one partition from an offset (replacing any earlier assignment).
+ *		Start reading one partition at an offset: kl_kafka_poll returns its
+ *		records.  A partition read ahead at that offset keeps what it
+ *		fetched; at another, it is assigned again.
  */
 void
 kl_kafka_assign(KlKafka *kk, const char *topic, int32 partition, int64 offset)
 {
-	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
-	rd_kafka_resp_err_t err;
+	int			i = kl_kafka_find_part(kk, topic, partition);
 
-	rd_kafka_topic_partition_list_add(parts, topic, partition)->offset = offset;
-	err = rd_kafka_assign(kk->rk, parts);
-	rd_kafka_topic_partition_list_destroy(parts);
-	if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-		kl_kafka_error(kk, "assign the partition", err);
-	kk->assigned = true;
+	if (i >= 0 && kk->parts[i].offset != offset)
+	{
+		kl_kafka_drop_part(kk, i);
+		i = -1;
+	}
+	if (i < 0 && kk->nparts >= KL_KAFKA_AHEAD + 1)
+		kl_kafka_drop_part(kk, kk->nparts - 1);	/* the farthest ahead */
+	if (i < 0)
+		i = kl_kafka_add_part(kk, topic, partition, offset);
+	if (i < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition %d of topic \"%s\" is not known to the consumer", partition, topic),
+				 errhint("The topic's metadata may be stale: call the function again.")));
+	kk->current = i;
+}
+
+/*
+ * kl_kafka_read_ahead
+ *		Assign a partition that will be read next, at the offset it will
+ *		probably be read from, so that its records are fetched meanwhile.
+ *		false when it is assigned already or there is no room.
+ */
+bool
+kl_kafka_read_ahead(KlKafka *kk, const char *topic, int32 partition, int64 offset)
+{
+	if (kl_kafka_find_part(kk, topic, partition) >= 0)
+		return false;
+	return kl_kafka_add_part(kk, topic, partition, offset) >= 0;
+}
+
+/*
+ * kl_kafka_forget_ahead
+ *		Unassign the partitions read ahead that will not be read: those of
+ *		another topic, or below a partition (the caller went past them).
+ */
+void
+kl_kafka_forget_ahead(KlKafka *kk, const char *topic, int32 below)
+{
+	for (int i = kk->nparts - 1; i >= 0; i--)
+		if (i != kk->current &&
+			(strcmp(kk->parts[i].topic, topic) != 0 || kk->parts[i].partition < below))
+			kl_kafka_drop_part(kk, i);
 }
 
 /*
  * kl_kafka_unassign
- *		Stop reading.
+ *		Stop reading the current partition (those read ahead go on).
  */
 void
 kl_kafka_unassign(KlKafka *kk)
 {
-	rd_kafka_assign(kk->rk, NULL);
-	kk->assigned = false;
+	if (kk->current >= 0)
+		kl_kafka_drop_part(kk, kk->current);
+	kk->current = -1;
+}
+
+/*
+ * kl_kafka_unassign_all
+ *		Stop reading every partition.
+ */
+void
+kl_kafka_unassign_all(KlKafka *kk)
+{
+	while (kk->nparts > 0)
+		kl_kafka_drop_part(kk, kk->nparts - 1);
+	kk->current = -1;
 }
 
 /*
@@ -1058,7 +1220,17 @@ kl_kafka_unassign(KlKafka *kk)
 rd_kafka_message_t *
 kl_kafka_poll(KlKafka *kk, int timeout_ms)
 {
-	rd_kafka_message_t *msg = rd_kafka_consumer_poll(kk->rk, timeout_ms);
+	rd_kafka_message_t *msg;
+
+	if (kk->current >= 0)
+	{
+		/* the partition's own queue; the consumer queue's errors too */
+		msg = rd_kafka_consume_queue((rd_kafka_queue_t *) kk->parts[kk->current].queue, timeout_ms);
+		if (msg == NULL)
+			msg = rd_kafka_consumer_poll(kk->rk, 0);
+	}
+	else
+		msg = rd_kafka_consumer_poll(kk->rk, timeout_ms);
 
 	if (kk->log_count != kk->log_flushed)
 		kl_kafka_flush_log(kk);

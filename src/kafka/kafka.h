@@ -37,12 +37,28 @@ typedef enum KlKafkaErrorClass
 	KL_KERR_OTHER				/* HV000 */
 } KlKafkaErrorClass;
 
+/* the most partitions a consumer reads ahead of the one it lands (land.c) */
+#define KL_KAFKA_AHEAD		4
+
+/* A partition a consumer has assigned, with the queue its messages go to */
+typedef struct KlKafkaPart
+{
+	char	   *topic;
+	int32		partition;
+	int64		offset;			/* where it was assigned */
+	void	   *queue;			/* rd_kafka_queue_t of the partition */
+} KlKafkaPart;
+
 typedef struct KlKafka
 {
 	rd_kafka_t *rk;				/* NULL once destroyed */
 	rd_kafka_queue_t *queue;	/* results of asynchronous commits, or NULL */
 	bool		commit_pending; /* a commit was sent and not answered */
 	bool		assigned;		/* a consumer reading a partition */
+	/* the partitions assigned: the one read (current), and those read ahead */
+	KlKafkaPart parts[KL_KAFKA_AHEAD + 1];
+	int			nparts;
+	int			current;		/* index in parts, -1: none */
 	rd_kafka_resp_err_t last_error; /* from the error callback */
 	struct KlKafka **owner_slot;	/* librdkafka's opaque (malloc'd, two
 									 * pointers): [0] points here until the
@@ -89,6 +105,9 @@ extern void kl_kafka_commit(KlKafka *kk, const char *topic, int32 partition, int
 							TimestampTz deadline);
 extern void kl_kafka_assign(KlKafka *kk, const char *topic, int32 partition, int64 offset);
 extern void kl_kafka_unassign(KlKafka *kk);
+extern bool kl_kafka_read_ahead(KlKafka *kk, const char *topic, int32 partition, int64 offset);
+extern void kl_kafka_forget_ahead(KlKafka *kk, const char *topic, int32 below);
+extern void kl_kafka_unassign_all(KlKafka *kk);
 extern rd_kafka_message_t *kl_kafka_poll(KlKafka *kk, int timeout_ms);
 extern void kl_kafka_hold(KlKafka *kk, rd_kafka_message_t *msg);
 extern void kl_kafka_release_held(KlKafka *kk);
