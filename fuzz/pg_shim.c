@@ -1141,6 +1141,35 @@ lappend(List *list, void *datum)
 	return list;
 }
 
+/*
+ * timestamp2tm: in UTC (the shim's only zone), by the C library; enough for
+ * the manifest writer's created_at (kl_iso_now, of the fixed clock).
+ */
+int
+timestamp2tm(Timestamp dt, int *tzp, struct pg_tm *tm, fsec_t *fsec, const char **tzn,
+			 pg_tz *attimezone)
+{
+	time_t		secs = (time_t) (dt / USECS_PER_SEC +
+								 ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY));
+	struct tm	utc;
+
+	if (gmtime_r(&secs, &utc) == NULL)
+		return -1;
+	memset(tm, 0, sizeof(*tm));
+	tm->tm_year = utc.tm_year + 1900;
+	tm->tm_mon = utc.tm_mon + 1;
+	tm->tm_mday = utc.tm_mday;
+	tm->tm_hour = utc.tm_hour;
+	tm->tm_min = utc.tm_min;
+	tm->tm_sec = utc.tm_sec;
+	*fsec = (fsec_t) (dt % USECS_PER_SEC);
+	if (tzp)
+		*tzp = 0;
+	if (tzn)
+		*tzn = "UTC";
+	return 0;
+}
+
 /* ----------------------------------------------------------------
  *		Unreachable from the fuzz targets
  * ----------------------------------------------------------------
@@ -1156,12 +1185,6 @@ pg_regexec(regex_t *re, const pg_wchar *string, size_t len, size_t search_start,
 	SHIM_UNREACHABLE("pg_regexec");
 }
 
-int
-timestamp2tm(Timestamp dt, int *tzp, struct pg_tm *tm, fsec_t *fsec, const char **tzn,
-			 pg_tz *attimezone)
-{
-	SHIM_UNREACHABLE("timestamp2tm");
-}
 
 void
 InitMaterializedSRF(FunctionCallInfo fcinfo, bits32 flags)

@@ -1227,7 +1227,19 @@ kl_kafka_poll(KlKafka *kk, int timeout_ms)
 		/* the partition's own queue; the consumer queue's errors too */
 		msg = rd_kafka_consume_queue((rd_kafka_queue_t *) kk->parts[kk->current].queue, timeout_ms);
 		if (msg == NULL)
+		{
 			msg = rd_kafka_consumer_poll(kk->rk, 0);
+			/*
+			 * No record of the partition read comes this way: one here is
+			 * of a partition no longer assigned (its queue forwards to the
+			 * consumer queue again), left over.
+			 */
+			if (msg != NULL && msg->err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			{
+				rd_kafka_message_destroy(msg);
+				msg = NULL;
+			}
+		}
 	}
 	else
 		msg = rd_kafka_consumer_poll(kk->rk, timeout_ms);
