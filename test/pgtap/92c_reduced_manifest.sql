@@ -7,9 +7,9 @@
 -- changed at its coordinate is refused.  A catalog that lost the batch adopts it from the
 -- reduced manifest, as expired and reduced, without its event_ids.  The manifest it replaced,
 -- left by a crash, is found by verify() and removed by recover().  Records of a reduced batch
--- cannot be excluded (55000).  Needs the broker.
+-- cannot be excluded (55000).  A copy of the landing is claimed (claim_landing).  Needs the broker.
 SET client_min_messages = warning;
-SELECT plan(23);
+SELECT plan(25);
 
 CREATE FUNCTION pg_temp.send(v bytea) RETURNS bigint LANGUAGE sql AS $$
   SELECT kafka_lake.produce('rm92c_srv', 'rm92c.t', v, partition => 0)
@@ -127,5 +127,15 @@ SELECT is_empty($$SELECT * FROM kafka_lake.verify('rm92c')$$, 'verify() is clean
 
 SELECT throws_ok($$SELECT * FROM kafka_lake.exclude('rm92c', partition => 0, "offset" => 0, reason => 'test')$$, '55000', NULL,
                  'a record of a reduced batch cannot be excluded (55000)');
+
+-- a copy of a landing with a reduced batch is claimed like any other
+SELECT kl_test.landing('rm92c') || '_claimed' AS claimed \gset
+SELECT kl_test.sh(format('mkdir -p %1$s && cp -a %2$s %1$s/', :'claimed', kl_test.landing('rm92c'))) \g /dev/null
+SELECT lives_ok(format($$SELECT kafka_lake.claim_landing('rm92c', landing_dir => %L, group_id => 'kl.rm92c.claimed')$$, :'claimed'),
+                'claim_landing() takes a copy of the landing, whose expired batch has its reduced manifest only');
+SELECT is((SELECT (landing_dir LIKE '%_claimed%')::text FROM kafka_lake.sources WHERE source = 'rm92c') || ' ' ||
+          (SELECT count(*) FROM kafka_lake.verify('rm92c')) || ' ' ||
+          (SELECT status || ' ' || reused FROM kafka_lake.replay('rm92c', 0, 0, 4)),
+          'true 0 reused 5', 'the source lands there now: verify() is clean, the reduced batch''s coordinates are reused');
 
 SELECT * FROM finish();
