@@ -896,10 +896,10 @@ kl_batch_load_fingerprints(KlSource *src, KlBatch *b, bool prefixes_ok)
 	if (b->reduced && !prefixes_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("batch %s of source \"%s\" expired, and its event_ids are past the dedupe horizon",
+				 errmsg("batch %s of source \"%s\" expired, and its manifest was reduced",
 						b->batch_id, src->source),
-				 errdetail("expire() reduced its manifest to its offsets, statuses and fingerprint prefixes; its records are gone."),
-				 errhint("Nothing can be done to the records of a batch past the dedupe horizon.")));
+				 errdetail("Once its event_ids were gone (past the dedupe horizon, or it accepted none), expire() kept of it only its offsets, statuses and fingerprint prefixes."),
+				 errhint("Its records are gone: nothing can be done to them.")));
 	dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b), KL_BATCH_DIR_PREFIX(b), b->batch_id);
 	text = kl_read_checked_manifest(dir, b, &len, &problem);
 	if (text == NULL)
