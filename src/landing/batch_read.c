@@ -869,6 +869,27 @@ kl_read_checked_manifest(const char *batch_dir, const KlBatch *b, size_t *len, c
 }
 
 /*
+ * kl_read_checked_entries
+ *		A batch's manifest read whole, checked against the catalog's record
+ *		of it (kl_read_checked_manifest) and parsed: *mb and its entries,
+ *		*len the length of its text.  NULL, or what is wrong with it (the
+ *		manifest left unread).
+ */
+char *
+kl_read_checked_entries(const char *batch_dir, const KlBatch *b, KlBatch *mb,
+						KlRecord **recs, int *n, size_t *len)
+{
+	char	   *problem;
+	char	   *text = kl_read_checked_manifest(batch_dir, b, len, &problem);
+
+	if (text == NULL)
+		return problem;
+	kl_manifest_parse_text(psprintf("%s/%s", batch_dir, kl_batch_file(b, KL_NFILES)), text, *len,
+						   mb, recs, n);
+	return NULL;
+}
+
+/*
  * kl_batch_load_fingerprints
  *		The fingerprints of a batch of the catalog that no longer keeps them
  *		(an expired batch, 1.9), from its manifest, checked against the
@@ -885,11 +906,10 @@ kl_batch_load_fingerprints(KlSource *src, KlBatch *b, bool prefixes_ok)
 {
 	char	   *dir;
 	char	   *problem;
-	char	   *text;
-	size_t		len;
 	KlBatch		mb;
 	KlRecord   *mrecs;
 	int			mn;
+	size_t		len;
 
 	if (b->fingerprints != NULL)
 		return;
@@ -901,16 +921,14 @@ kl_batch_load_fingerprints(KlSource *src, KlBatch *b, bool prefixes_ok)
 				 errdetail("Once its event_ids were gone (past the dedupe horizon, or it accepted none), expire() kept of it only its offsets, statuses and fingerprint prefixes."),
 				 errhint("Its records are gone: nothing can be done to them.")));
 	dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b), KL_BATCH_DIR_PREFIX(b), b->batch_id);
-	text = kl_read_checked_manifest(dir, b, &len, &problem);
-	if (text == NULL)
+	problem = kl_read_checked_entries(dir, b, &mb, &mrecs, &mn, &len);
+	if (problem != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the fingerprints of expired batch %s of source \"%s\" cannot be read: %s",
 						b->batch_id, src->source, problem),
 				 errdetail("The catalog keeps an expired batch's fingerprints in its manifest only, in \"%s\".", dir),
 				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
-	kl_manifest_parse_text(psprintf("%s/%s", dir, kl_batch_file(b, KL_NFILES)), text, len,
-						   &mb, &mrecs, &mn);
 	if (mn != b->record_count || strcmp(mb.batch_id, b->batch_id) != 0 || mb.reduced != b->reduced)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

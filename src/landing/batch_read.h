@@ -65,6 +65,8 @@ extern char *kl_check_batch_files(const char *batch_dir, const KlBatch *b,
 								  bool full, int *bad_file);
 extern void kl_read_manifest(const char *batch_dir, KlBatch *b,
 							 KlRecord **recs, int *n);
+extern char *kl_read_checked_entries(const char *batch_dir, const KlBatch *b, KlBatch *mb,
+									 KlRecord **recs, int *n, size_t *len);
 extern void kl_batch_load_fingerprints(KlSource *src, KlBatch *b, bool prefixes_ok);
 extern char *kl_read_checked_manifest(const char *batch_dir, const KlBatch *b,
 									  size_t *len, char **problem);

@@ -71,8 +71,8 @@
  *	   manifest's;
  *	3. once that has committed, remove the manifest (fileundo.c).
  * A crash before the commit leaves a reduced manifest of a batch the
- * catalog does not call reduced, after one that leaves the manifest of a
- * reduced batch: recover() removes the one that is not the batch's
+ * catalog does not call reduced; a crash after it leaves the manifest of a
+ * reduced batch.  recover() removes the one that is not the batch's
  * (recover.c), and an adoption from disk prefers the whole manifest.
  *
  * closed_only => true expires only batches each of whose business dates
@@ -206,18 +206,17 @@ kl_reduce_batch(KlSource *src, KlBatch *b, TimestampTz now, int64 *saved)
 {
 	char	   *dir = psprintf("%s/%s%s", kl_batch_partition_dir(src, b),
 							   KL_BATCH_DIR_PREFIX(b), b->batch_id);
-	char	   *problem;
-	size_t		len;
-	char	   *text = kl_read_checked_manifest(dir, b, &len, &problem);
 	KlBatch		mb;
 	KlBatch		reduced;
 	KlRecord   *recs;
 	int			n;
+	size_t		len;
+	char	   *problem = kl_read_checked_entries(dir, b, &mb, &recs, &n, &len);
 	char	   *doc;
 	const char *bytes;
 	size_t		nbytes;
 
-	if (text == NULL)
+	if (problem != NULL)
 	{
 		ereport(WARNING,
 				(errmsg("the manifest of expired batch %s of source \"%s\" is not reduced: %s",
@@ -225,8 +224,6 @@ kl_reduce_batch(KlSource *src, KlBatch *b, TimestampTz now, int64 *saved)
 				 errhint("Run kafka_lake.verify('%s'): it says what to do.", src->source)));
 		return false;
 	}
-	kl_manifest_parse_text(psprintf("%s/%s", dir, kl_batch_file(b, KL_NFILES)), text, len,
-						   &mb, &recs, &n);
 	doc = kl_manifest_reduced(&mb, recs, n, b->manifest_sha256);
 	nbytes = strlen(doc);
 	bytes = b->compression == KL_COMPRESS_ZSTD ? kl_zstd_frame(doc, nbytes, &nbytes) : doc;
