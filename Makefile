@@ -19,6 +19,7 @@ OBJS = \
 	src/base/builtin_types.o \
 	src/base/fault.o \
 	src/base/settings.o \
+	src/base/data_dir.o \
 	src/base/args.o \
 	src/base/thread_job.o \
 	src/contract/iso8601.o \
@@ -26,6 +27,7 @@ OBJS = \
 	src/contract/contract_define.o \
 	src/format/batch_format.o \
 	src/format/avro.o \
+	src/format/parquet.o \
 	src/kl_catalog/catalog.o \
 	src/kl_catalog/catalog_lifecycle.o \
 	src/kl_catalog/catalog_exclusions.o \
@@ -66,6 +68,8 @@ OBJS = \
 	src/bridge/bridge.o \
 	src/close/close.o \
 	src/close/late_events.o \
+	src/export/export.o \
+	src/export/export_table.o \
 	src/kafka_lake.o \
 	src/source.o \
 	src/claim.o
@@ -74,7 +78,7 @@ EXTENSION = kafka_lake
 DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql sql/kafka_lake--1.1--1.2.sql \
        sql/kafka_lake--1.2--1.3.sql sql/kafka_lake--1.3--1.4.sql sql/kafka_lake--1.4--1.5.sql \
        sql/kafka_lake--1.5--1.6.sql sql/kafka_lake--1.6--1.7.sql \
-       sql/kafka_lake--1.7--1.8.sql sql/kafka_lake--1.8--1.9.sql
+       sql/kafka_lake--1.7--1.8.sql sql/kafka_lake--1.8--1.9.sql sql/kafka_lake--1.9--1.10.sql
 PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 
 # pg_regress tests, sql/<name>.sql against expected/<name>.out.  REGRESS

@@ -58,7 +58,7 @@
 #include "base/args.h"
 #include "base/compat.h"
 #include "base/names.h"
-#include "kafka_lake.h"
+#include "base/data_dir.h"
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/locks.h"
 #include "landing/landing_files.h"

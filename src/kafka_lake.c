@@ -2,8 +2,8 @@
  *
  * kafka_lake.c
  *	  Module entry point: module magic, the registration of the settings
- *	  (GUCs), the check of the landing directory, and the server log hook
- *	  that keeps secrets out of the log.
+ *	  (GUCs) with the checks of the landing and export directories, and the
+ *	  server log hook that keeps secrets out of the log.
  *
  * Settings (all superuser-only, the prefix "kafka_lake" is reserved):
  *
@@ -11,6 +11,8 @@
  *								taken from the data directory
  *	kafka_lake.batch_max_records
  *	kafka_lake.batch_max_bytes	where land() and replay() cut a batch
+ *	kafka_lake.export_dir		root of every exported Parquet file (absolute,
+ *								outside the data directory; empty: no export)
  *	kafka_lake.fault_injection	one named point at which the next land,
  *								replay, bridge or compact raises an ERROR
  *								(or, written pause:<point>, waits there:
@@ -19,16 +21,11 @@
  * The variables of the settings are base/settings.c's, the fault points
  * base/fault.c's; this file registers them when the library loads.
  *
- * The landing directory must never be PostgreSQL's own: a source named
- * "base" under a landing_dir of "." would claim every database's files, and
- * drop_source(..., drop_landing => true) would remove them.  Its check hook
- * refuses the data directory, a directory that contains it, anything inside
- * PostgreSQL's own subdirectories (base, global, pg_*, the log directory) and
- * inside the targets of pg_wal and of the tablespace links, after resolving
- * relative paths, "..", and the symbolic links of the part of the path that
- * exists.  (Sources also never claim a directory that holds anything but
- * their own files, and only a directory carrying a source's marker is ever
- * removed: landing_files.c.)
+ * The landing directory must never be PostgreSQL's own, nor the export
+ * directory: the rules are base/data_dir.c's, this file's check hooks apply
+ * them when a value is set.  (Sources also never claim a directory that
+ * holds anything but their own files, and only a directory carrying a
+ * source's marker is ever removed: landing_files.c.)
  *
  * Secrets in the server log.  PostgreSQL writes statements to the log as
  * they were typed (log_statement, log_min_duration_statement, the STATEMENT
@@ -71,9 +68,9 @@
 
 #include "base/compat.h"
 #include "base/fault.h"
+#include "base/data_dir.h"
 #include "base/settings.h"
 #include "kafka/options.h"
-#include "kafka_lake.h"
 #include "landing/source_status.h"
 
 PG_MODULE_MAGIC;
@@ -85,6 +82,7 @@ static List *kl_scrubbed_values = NIL;
 static bool kl_in_emit_log_hook = false;
 
 static bool kl_check_landing_dir(char **newval, void **extra, GucSource source);
+static bool kl_check_export_dir(char **newval, void **extra, GucSource source);
 static void kl_emit_log_hook(ErrorData *edata);
 
 void		_PG_init(void);
@@ -105,6 +103,15 @@ _PG_init(void)
 							   PGC_SUSET,
 							   0,
 							   kl_check_landing_dir, NULL, NULL);
+
+	DefineCustomStringVariable("kafka_lake.export_dir",
+							   "Directory that export() writes Parquet files under.",
+							   "An absolute path outside the data directory; empty: export() is refused.",
+							   &kl_export_dir,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   kl_check_export_dir, NULL, NULL);
 
 	DefineCustomIntVariable("kafka_lake.batch_max_records",
 							"Largest number of records in one landed batch.",
@@ -148,129 +155,6 @@ _PG_init(void)
 }
 
 /*
- * kl_resolve_path
- *		An absolute, canonical form of path (relative to the data directory)
- *		with the symbolic links of its longest existing part resolved.
- */
-static void
-kl_resolve_path(const char *path, char *out)
-{
-	char		head[MAXPGPATH];
-	char		rest[MAXPGPATH] = "";
-
-	if (is_absolute_path(path))
-		strlcpy(head, path, sizeof(head));
-	else
-		snprintf(head, sizeof(head), "%s/%s", DataDir, path);
-	canonicalize_path(head);
-	for (;;)
-	{
-		char	   *real = realpath(head, NULL);
-		char	   *slash;
-		char		tmp[MAXPGPATH];
-
-		if (real != NULL)
-		{
-			snprintf(out, MAXPGPATH, "%s%s%s", real, rest[0] ? "/" : "", rest);
-			free(real);
-			canonicalize_path(out);
-			return;
-		}
-		slash = last_dir_separator(head);
-		if (slash == NULL || slash == head)
-		{
-			snprintf(out, MAXPGPATH, "%s%s%s", head, rest[0] ? "/" : "", rest);
-			canonicalize_path(out);
-			return;
-		}
-		snprintf(tmp, sizeof(tmp), "%s%s%s", slash + 1, rest[0] ? "/" : "", rest);
-		strlcpy(rest, tmp, sizeof(rest));
-		*slash = '\0';
-	}
-}
-
-/*
- * kl_is_own_dir_name
- *		Is this entry of the data directory one of PostgreSQL's own?
- */
-static bool
-kl_is_own_dir_name(const char *name)
-{
-	char		log_dir[MAXPGPATH];
-
-	if (strcmp(name, "base") == 0 || strcmp(name, "global") == 0 ||
-		strncmp(name, "pg_", 3) == 0 || strncmp(name, "PG_", 3) == 0 ||
-		strncmp(name, "postgresql.", 11) == 0 || strncmp(name, "postmaster.", 11) == 0)
-		return true;
-	if (Log_directory != NULL && !is_absolute_path(Log_directory))
-	{
-		strlcpy(log_dir, Log_directory, sizeof(log_dir));
-		canonicalize_path(log_dir);
-		log_dir[strcspn(log_dir, "/")] = '\0';
-		if (strcmp(name, log_dir) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * kl_landing_dir_problem
- *		Why a resolved landing directory would mix with PostgreSQL's own files
- *		(data is the resolved data directory), or NULL.
- */
-static char *
-kl_landing_dir_problem(const char *landing, const char *data)
-{
-	char		link[MAXPGPATH];
-	char		target[MAXPGPATH];
-	DIR		   *dir;
-	struct dirent *de;
-	char	   *problem = NULL;
-
-	if (strcmp(landing, "/") == 0 || path_is_prefix_of_path(landing, data))
-		return psprintf(strcmp(landing, data) == 0 ? "\"%s\" is the data directory." :
-						"\"%s\" contains the data directory.", landing);
-	if (path_is_prefix_of_path(data, landing))
-	{
-		char		first[MAXPGPATH];
-
-		strlcpy(first, landing + strlen(data) + 1, sizeof(first));
-		first[strcspn(first, "/")] = '\0';
-		if (kl_is_own_dir_name(first))
-			return psprintf("\"%s\" is in \"%s\" of the data directory, which belongs to PostgreSQL.",
-							landing, first);
-	}
-
-	/* the places the data directory links to: WAL, tablespaces, the log */
-	snprintf(link, sizeof(link), "%s/pg_wal", DataDir);
-	kl_resolve_path(link, target);
-	if (path_is_prefix_of_path(target, landing) || path_is_prefix_of_path(landing, target))
-		return psprintf("\"%s\" overlaps the write-ahead log directory \"%s\".", landing, target);
-	if (Log_directory != NULL && is_absolute_path(Log_directory))
-	{
-		kl_resolve_path(Log_directory, target);
-		if (path_is_prefix_of_path(target, landing) || path_is_prefix_of_path(landing, target))
-			return psprintf("\"%s\" overlaps the log directory \"%s\".", landing, target);
-	}
-	snprintf(link, sizeof(link), "%s/pg_tblspc", DataDir);
-	dir = opendir(link);
-	while (dir != NULL && problem == NULL && (de = readdir(dir)) != NULL)
-	{
-		char		entry[MAXPGPATH];
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(entry, sizeof(entry), "%s/%s", link, de->d_name);
-		kl_resolve_path(entry, target);
-		if (path_is_prefix_of_path(target, landing) || path_is_prefix_of_path(landing, target))
-			problem = psprintf("\"%s\" overlaps the tablespace directory \"%s\".", landing, target);
-	}
-	if (dir != NULL)
-		closedir(dir);
-	return problem;
-}
-
-/*
  * kl_check_landing_dir
  *		Refuse a landing directory among PostgreSQL's own files (see the file
  *		header).  Before the data directory is known there is nothing to
@@ -297,20 +181,26 @@ kl_check_landing_dir(char **newval, void **extra, GucSource source)
 }
 
 /*
- * kl_landing_dir_refusal
- *		The landing directory path would be (resolved into resolved, of
- *		MAXPGPATH bytes), and why it may not be one (the rule of the
- *		setting, kl_check_landing_dir), or NULL.  claim_landing() checks a
- *		directory it is given with it.
+ * kl_check_export_dir
+ *		Refuse an export directory that is relative, inside the data
+ *		directory or among PostgreSQL's own places (base/data_dir.c).  export()
+ *		checks the value again when it writes.
  */
-char *
-kl_landing_dir_refusal(const char *path, char *resolved)
+static bool
+kl_check_export_dir(char **newval, void **extra, GucSource source)
 {
-	char		data[MAXPGPATH];
+	char		resolved[MAXPGPATH];
+	char	   *problem;
 
-	kl_resolve_path(path, resolved);
-	kl_resolve_path(DataDir, data);
-	return kl_landing_dir_problem(resolved, data);
+	if (*newval == NULL || (*newval)[0] == '\0' || DataDir == NULL)
+		return true;
+	problem = kl_export_dir_problem(*newval, resolved);
+	if (problem == NULL)
+		return true;
+	GUC_check_errmsg("kafka_lake.export_dir \"%s\" would mix exported files with PostgreSQL's own", *newval);
+	GUC_check_errdetail("%s", problem);
+	GUC_check_errhint("Use an absolute path of its own, outside the data directory.");
+	return false;
 }
 
 /*

@@ -68,6 +68,8 @@ static const char *const kl_fault_points[] = {
 	"reduce_after_write",
 	"reduce_after_catalog",
 	"reduce_before_remove",
+	"export_after_write",
+	"export_after_swap",
 	NULL
 };
 

@@ -15,6 +15,7 @@
 #define KL_BATCH_MAX_BYTES_DEFAULT		(64 * 1024 * 1024)
 
 extern char *kl_landing_dir;
+extern char *kl_export_dir;
 extern int	kl_batch_max_records;
 extern int	kl_batch_max_bytes;
 

@@ -30,6 +30,9 @@
  *	0x4B58 "KX"			(source): one exclude(), unexclude() or recovery of
  *						a source's exclusion units at a time (exclude.c);
  *						taken before any partition lock.
+ *	0x4B45 "KE"			(source): one export() of a source at a time
+ *						(export.c): what its staging directory holds is
+ *						then a dead call's.
  *
  * Under REPEATABLE READ or SERIALIZABLE a partition that another session
  * changed after the transaction's snapshot is refused with a serialization
@@ -60,6 +63,7 @@
 #define KL_LOCK_SPACE_GROUP			0x4B47	/* "KG" */
 #define KL_LOCK_SPACE_SOURCE_DIR	0x4B4E	/* "KN" */
 #define KL_LOCK_SPACE_EXCLUSIONS	0x4B58	/* "KX" */
+#define KL_LOCK_SPACE_EXPORT		0x4B45	/* "KE" */
 
 static void kl_check_partition_snapshot(KlSource *src, int32 partition);
 
@@ -236,5 +240,19 @@ kl_lock_exclusions(KlSource *src)
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) src->source_id, 0,
 						 KL_LOCK_SPACE_EXCLUSIONS);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * kl_lock_export
+ *		Wait until no other session exports a date of this source; hold the
+ *		lock until the end of the transaction.
+ */
+void
+kl_lock_export(int32 source_id)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) source_id, 0, KL_LOCK_SPACE_EXPORT);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }

@@ -23,5 +23,6 @@ extern void kl_lock_bridge_date(int32 source_id, DateADT date);
 extern void kl_lock_group_id(const char *group_id);
 extern void kl_lock_source_dir(const char *source);
 extern void kl_lock_exclusions(KlSource *src);
+extern void kl_lock_export(int32 source_id);
 
 #endif							/* KAFKA_LAKE_LOCKS_H */

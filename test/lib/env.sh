@@ -187,6 +187,23 @@ kl_registry_node_deps() {
 	(cd "$dir" && npm install --no-audit --no-fund --silent >/dev/null 2>&1)
 }
 
+# kl_parquet_node_deps: the npm packages of test/parquet (two independent
+# Parquet readers, DuckDB and hyparquet, for checking exported files),
+# installed into test/parquet/node_modules when missing (node and npm from
+# Debian if absent).
+kl_parquet_node_deps() {
+	local dir=$KL_ROOT/test/parquet
+	[ -d "$dir/node_modules/@duckdb/node-api" ] && [ -d "$dir/node_modules/hyparquet" ] &&
+		[ -d "$dir/node_modules/hyparquet-compressors" ] && return 0
+	if ! command -v npm >/dev/null 2>&1; then
+		[ "$(id -u)" = 0 ] || return 1
+		kl_log "installing nodejs npm"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null || return 1
+	fi
+	kl_log "npm install in test/parquet"
+	(cd "$dir" && npm install --no-audit --no-fund --silent >/dev/null 2>&1)
+}
+
 # kl_cleanup: stop everything, on every exit path.
 kl_cleanup() {
 	local rc=$?

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test/t/99e_upgrade_1_9.sh: a database created at kafka_lake 1.8 keeps everything it landed,
-# bridged, closed and expired through ALTER EXTENSION kafka_lake UPDATE to 1.9 (the default
-# version), from which an expired batch's fingerprints live in its manifest only.  At 1.8 (with
-# this build, which must not drop the fingerprints of a 1.8 catalog): a compressed source and a
+# bridged, closed and expired through ALTER EXTENSION kafka_lake UPDATE TO '1.9', from which
+# an expired batch's fingerprints live in its manifest only.  At 1.8 (with this build, which
+# must not drop the fingerprints of a 1.8 catalog): a compressed source and a
 # plain one from the same topic, a date closed and expired, another bridged.  After the update:
 # the expired batches' coordinates keep their offsets and statuses and no fingerprints, the
 # others keep theirs; a replayed expired coordinate is still reused (its fingerprint read from
@@ -63,10 +63,9 @@ list_before=$(list)
 range=$(first_range up19)
 range_plain=$(first_range up19_plain)
 
-ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null 2>'$KL_TMP/up19.err'" "ALTER EXTENSION kafka_lake UPDATE succeeds"
+ok "q -d $db -c \"ALTER EXTENSION kafka_lake UPDATE TO '1.9'\" >/dev/null 2>'$KL_TMP/up19.err'" "ALTER EXTENSION kafka_lake UPDATE TO '1.9' succeeds"
 [ -s "$KL_TMP/up19.err" ] && diag "$(cat "$KL_TMP/up19.err")"
-is "$(q -d $db -c "SELECT extversion || ' ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'kafka_lake') FROM pg_extension WHERE extname = 'kafka_lake'")" \
-	"1.9 1.9" "the extension is at 1.9, the default version"
+is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'")" 1.9 "the extension is at 1.9"
 n_expired=$(echo "$at18" | cut -d' ' -f2)
 ok "[ '$n_expired' -ge 4 ] && [ '$at18' = '$n_expired $n_expired' ]" \
 	"at 1.8, expire() kept the fingerprints of the $n_expired expired coordinates rows (its catalog needs them)"
@@ -86,7 +85,7 @@ is "$(q -d $db -c "SELECT sum(accepted) FROM kafka_lake.land('up19')")" 100 "a n
 is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.expire('up19', before => '2026-07-01')") $(expired_with_fp | cut -d' ' -f1)" "2 0" \
 	"a new expire() at 1.9 expires 2026-06-30's batches without their fingerprints"
 
-q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake VERSION '1.9' CASCADE" >/dev/null 2>&1
 same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 
 q -d postgres -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" >/dev/null
