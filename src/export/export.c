@@ -390,7 +390,7 @@ kl_export_snapshot(KlSource *src, DateADT date, const char *date_text)
  *		The relations of the snapshot: silver, then each gold it published
  *		(by name), checked to exist and to be readable by the caller.
  */
-static List *
+static pg_noinline List *
 kl_export_tables(KlSource *src, KlExportSnapshot *snap, Oid caller)
 {
 	List	   *tables = NIL;
@@ -938,20 +938,29 @@ kafka_lake_export(PG_FUNCTION_ARGS)
 		(void) kl_export_mkdir(staging, ERROR);
 		(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, staging), line, strlen(line), ERROR);
 
-		/* every file, durable in staging */
-		foreach(lc, tables)
+		/* every file, durable in staging; an ERROR takes staging with it */
+		PG_TRY();
 		{
-			KlExportTable *t = lfirst(lc);
-			char	   *dir = psprintf("%s/%s", staging, t->relation);
+			foreach(lc, tables)
+			{
+				KlExportTable *t = lfirst(lc);
+				char	   *dir = psprintf("%s/%s", staging, t->relation);
 
-			(void) kl_export_mkdir(dir, ERROR);
-			dir = psprintf("%s/business_date=%s", dir, date_text);
-			(void) kl_export_mkdir(dir, ERROR);
-			(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, dir), line, strlen(line), ERROR);
-			kl_export_table_file(t, psprintf("%s/%s", staging, t->file), row_group_rows,
-								 psprintf("%lld", (long long) snap->snapshot_id));
-			fsync_fname(dir, true);
+				(void) kl_export_mkdir(dir, ERROR);
+				dir = psprintf("%s/business_date=%s", dir, date_text);
+				(void) kl_export_mkdir(dir, ERROR);
+				(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, dir), line, strlen(line), ERROR);
+				kl_export_table_file(t, psprintf("%s/%s", staging, t->file), row_group_rows,
+									 psprintf("%lld", (long long) snap->snapshot_id));
+				fsync_fname(dir, true);
+			}
 		}
+		PG_CATCH();
+		{
+			kl_export_remove(staging, src->source);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		kl_fault_point("export_after_write");
 
 		/* a date directory we did not make is never replaced */

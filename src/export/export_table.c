@@ -608,6 +608,8 @@ kl_export_table_file(KlExportTable *t, const char *path, int64 row_group_rows,
 	Datum		arg = CStringGetTextDatum(t->id_value);
 	MemoryContext rows_cxt;
 	uint8		digest[KL_SHA256_LEN];
+	Datum	   *values = palloc(sizeof(Datum) * ncols);
+	bool	   *isnull = palloc(sizeof(bool) * ncols);
 
 	kl_export_size_numerics(cols, ncols, t);
 	rel = relation_open(t->relid, AccessShareLock);
@@ -648,17 +650,14 @@ kl_export_table_file(KlExportTable *t, const char *path, int64 row_group_rows,
 		old = MemoryContextSwitchTo(rows_cxt);
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-
+			/* every column at once: attribute by attribute is quadratic */
+			heap_deform_tuple(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, values, isnull);
 			for (int i = 0; i < ncols; i++)
 			{
-				bool		isnull;
-				Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, i + 1, &isnull);
-
-				if (isnull)
+				if (isnull[i])
 					kl_pq_null(w, i);
 				else
-					kl_export_value(w, i, &cols[i], d, t);
+					kl_export_value(w, i, &cols[i], values[i], t);
 			}
 			kl_pq_end_row(w);
 		}

@@ -811,7 +811,8 @@ kl_pq_indices_to_plain(KlPqWriter *w, KlPqColumnState *c, KlPqBuf *out)
  *		filling, and start the next.
  *
  * The first page of a chunk that has values decides whether the
- * dictionary pays: when its indices and the dictionary take as many bytes
+ * dictionary pays (cut early, at KL_PQ_DICT_PROBE_VALUES values, when it
+ * already looks as if it does not: kl_pq_add): when its indices and the dictionary take as many bytes
  * as its values PLAIN (values mostly distinct: ids, timestamps), the page
  * is written PLAIN and so is the rest of the chunk, without a dictionary,
  * as parquet-mr decides.
@@ -1779,6 +1780,15 @@ kl_pq_add(KlPqWriter *w, KlPqColumnState *c, const uint8 *data, size_t len)
 	c->page_nonnull++;
 	c->page_plain += c->width > 0 ? len : len + 4;
 	kl_pq_value_done(w, c);
+
+	/*
+	 * Mostly distinct values (ids, timestamps, amounts): the first page
+	 * decides at KL_PQ_DICT_PROBE_VALUES values, not at its end, so that a
+	 * dictionary that will be dropped is not kept for a whole page.
+	 */
+	if (c->dict_on && c->dict_data_pages == 0 && c->page_nonnull == KL_PQ_DICT_PROBE_VALUES &&
+		c->dict.len + (size_t) c->page_nonnull * kl_pq_index_width(c->ndict) / 8 >= c->page_plain)
+		kl_pq_cut_page(w, c);
 }
 
 /*

@@ -26,6 +26,8 @@
 #define KL_PQ_PAGE_BYTES		(1024 * 1024)
 /* a column chunk falls back to PLAIN when its dictionary would pass this */
 #define KL_PQ_DICT_BYTES		(1024 * 1024)
+/* values after which the first page of a chunk may decide against its dictionary */
+#define KL_PQ_DICT_PROBE_VALUES	8192
 /* a BYTE_ARRAY min or max longer than this leaves the chunk without min/max */
 #define KL_PQ_STAT_MAX_BYTES	64
 /* the longest value a page can hold with its levels (a page's size is an i32) */
