@@ -31,3 +31,89 @@ LANGUAGE C;
 COMMENT ON FUNCTION kafka_lake.export(text, date, integer) IS
   'Write a business date''s current snapshot (its silver rows and every gold) as Parquet files under kafka_lake.export_dir';
 REVOKE ALL ON FUNCTION kafka_lake.export(text, date, integer) FROM PUBLIC;
+
+-- bridge() and close_date() gain export (default false): the date's current
+-- snapshot is exported too, as export() does, and put in place when the
+-- transaction commits.  C symbols kafka_lake_bridge_1_10 and
+-- kafka_lake_close_date_1_10; both functions are created again with their
+-- grants (a pg_cron job names them by text, and keeps working).
+DO $$
+DECLARE
+    grantees text[];
+    grantee text;
+BEGIN
+    SELECT array_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                                   ELSE pg_catalog.quote_ident(r.rolname) END)
+      INTO grantees
+      FROM pg_catalog.pg_proc p
+     CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+      LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+     WHERE p.oid = 'kafka_lake.bridge(text, date, boolean, boolean)'::pg_catalog.regprocedure
+       AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner;
+
+    DROP FUNCTION kafka_lake.bridge(text, date, boolean, boolean);
+    CREATE FUNCTION kafka_lake.bridge(
+        source        text,
+        business_date date,
+        reopen        boolean DEFAULT false,
+        recheck       boolean DEFAULT false,
+        export        boolean DEFAULT false,
+        OUT business_date   date,
+        OUT source_hash     text,
+        OUT selected_events integer,
+        OUT adapter_status  text,
+        OUT run_id          text,
+        OUT run_status      text,
+        OUT quality_passed  integer,
+        OUT quality_total   integer,
+        OUT silver_rows     integer,
+        OUT gold_rows       integer,
+        OUT snapshot_id     bigint,
+        OUT snapshot_status text)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'kafka_lake_bridge_1_10'
+    LANGUAGE C VOLATILE;
+    COMMENT ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean, boolean) IS
+      'Bridge one business date: canonical CSV (source_hash), silver, the quality checks, and a new snapshot of every gold of the source when they pass; recheck => true runs the current golds and checks again over an unchanged date; a closed date changes only with reopen => true; export => true writes the date''s current snapshot as Parquet too';
+    REVOKE ALL ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean, boolean) FROM PUBLIC;
+    FOREACH grantee IN ARRAY coalesce(grantees, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean, boolean) TO %s', grantee);
+    END LOOP;
+
+    SELECT array_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                                   ELSE pg_catalog.quote_ident(r.rolname) END)
+      INTO grantees
+      FROM pg_catalog.pg_proc p
+     CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+      LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+     WHERE p.oid = 'kafka_lake.close_date(text, date, timestamptz, interval)'::pg_catalog.regprocedure
+       AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner;
+
+    DROP FUNCTION kafka_lake.close_date(text, date, timestamptz, interval);
+    CREATE FUNCTION kafka_lake.close_date(
+        source        text,
+        business_date date,
+        cutoff        timestamptz DEFAULT NULL,
+        timeout       interval DEFAULT '30 s',
+        export        boolean DEFAULT false,
+        OUT business_date   date,
+        OUT closing_id      bigint,
+        OUT status          text,
+        OUT snapshot_id     bigint,
+        OUT source_hash     text,
+        OUT selected_events integer,
+        OUT partitions      integer,
+        OUT cutoff          timestamptz,
+        OUT closed_by       text,
+        OUT closed_at       timestamptz)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'kafka_lake_close_date_1_10'
+    LANGUAGE C VOLATILE;
+    COMMENT ON FUNCTION kafka_lake.close_date(text, date, timestamptz, interval, boolean) IS
+      'Land every partition up to its mark, bridge the date below the marks and record a completeness certificate; gold becomes closed; export => true writes the closed snapshot as Parquet too';
+    REVOKE ALL ON FUNCTION kafka_lake.close_date(text, date, timestamptz, interval, boolean) FROM PUBLIC;
+    FOREACH grantee IN ARRAY coalesce(grantees, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION kafka_lake.close_date(text, date, timestamptz, interval, boolean) TO %s', grantee);
+    END LOOP;
+END
+$$;

@@ -39,6 +39,8 @@ SELECT pg_temp.error_of(q)
     ($$SELECT * FROM kafka_lake.bridge('p_src', '2026-06-29')$$),
     ($$SELECT * FROM kafka_lake.bridge('p_src', '2026-06-29', reopen => true)$$),
     ($$SELECT * FROM kafka_lake.close_date('p_src', '2026-06-29')$$),
+    ($$SELECT * FROM kafka_lake.bridge('p_src', '2026-06-29', export => true)$$),
+    ($$SELECT * FROM kafka_lake.export('p_src', '2026-06-29')$$),
     ($$SELECT * FROM kafka_lake.gold_as_of(1)$$),
     ($$SELECT * FROM kafka_lake.batches$$),
     ($$SELECT * FROM kafka_lake.date_closings$$),

@@ -107,6 +107,7 @@
 #include "bridge/bridge.h"
 #include "bridge/catalog_bridge.h"
 #include "bridge/catalog_close.h"
+#include "export/export.h"
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/locks.h"
 #include "landing/landing_files.h"
@@ -116,6 +117,7 @@
 PG_FUNCTION_INFO_V1(kafka_lake_bridge);
 PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_1);
 PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_3);
+PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_10);
 
 /*
  * kl_date_text
@@ -402,10 +404,12 @@ kl_bridge_recheck(KlBridge *b, const char *prior_run, bool reopen, int64 *snapsh
  *		closing of dates (1.1): a closed date whose input changed is refused
  *		unless reopen (bridge_closing.c).  recheck: an input processed
  *		before is run again with the current golds and checks, and published
- *		when its result changed (RECHECK above).
+ *		when its result changed (RECHECK above).  export: the date's current
+ *		snapshot is exported as Parquet too (export/export.c), in place when
+ *		the transaction commits.
  */
 static Datum
-kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen, bool recheck)
+kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen, bool recheck, bool export)
 {
 	TupleDesc	tupdesc;
 	KlBridge   *b;
@@ -498,6 +502,10 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen, bool recheck)
 		values[11] = CStringGetTextDatum(published ? "published" : "not_published");
 	}
 
+	/* the date's current snapshot as Parquet, put in place at commit */
+	if (export && !nulls[10])
+		kl_export_published(text_to_cstring(PG_GETARG_TEXT_PP(0)), b->date);
+
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
@@ -509,7 +517,7 @@ kl_bridge_call(FunctionCallInfo fcinfo, bool closing, bool reopen, bool recheck)
 Datum
 kafka_lake_bridge(PG_FUNCTION_ARGS)
 {
-	return kl_bridge_call(fcinfo, false, false, false);
+	return kl_bridge_call(fcinfo, false, false, false, false);
 }
 
 /*
@@ -521,7 +529,7 @@ kafka_lake_bridge(PG_FUNCTION_ARGS)
 Datum
 kafka_lake_bridge_1_1(PG_FUNCTION_ARGS)
 {
-	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2), false);
+	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2), false, false);
 }
 
 /*
@@ -534,5 +542,19 @@ Datum
 kafka_lake_bridge_1_3(PG_FUNCTION_ARGS)
 {
 	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2),
-						  PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3));
+						  PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3), false);
+}
+
+/*
+ * kafka_lake_bridge_1_10
+ *		bridge(source, business_date, reopen, recheck, export): with export,
+ *		the date's current snapshot is also exported as Parquet
+ *		(export/export.c), put in place when the transaction commits.
+ */
+Datum
+kafka_lake_bridge_1_10(PG_FUNCTION_ARGS)
+{
+	return kl_bridge_call(fcinfo, true, PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2),
+						  PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3),
+						  PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4));
 }

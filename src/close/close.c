@@ -71,6 +71,7 @@
 
 #include "bridge/bridge.h"
 #include "bridge/catalog_close.h"
+#include "export/export.h"
 #include "kafka/kafka.h"
 #include "kl_catalog/catalog.h"
 #include "landing/batch_read.h"
@@ -78,6 +79,9 @@
 #include "landing/landing_files.h"
 
 PG_FUNCTION_INFO_V1(kafka_lake_close_date);
+PG_FUNCTION_INFO_V1(kafka_lake_close_date_1_10);
+
+static Datum kl_close_date_call(FunctionCallInfo fcinfo);
 
 /* One call of close_date() */
 typedef struct KlCloseCall
@@ -297,7 +301,9 @@ kl_close_bridge(KlCloseCall *cc)
 
 /*
  * kl_close_result
- *		The row close_date() returns.
+ *		The row close_date() returns; with export (close_date(..., export =>
+ *		true)), the date's closed snapshot is exported as Parquet first
+ *		(export/export.c), in place when the transaction commits.
  */
 static Datum
 kl_close_result(FunctionCallInfo fcinfo, const KlClosing *c, const char *status)
@@ -305,6 +311,9 @@ kl_close_result(FunctionCallInfo fcinfo, const KlClosing *c, const char *status)
 	TupleDesc	tupdesc;
 	Datum		values[10];
 	bool		nulls[10] = {0};
+
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4) && PG_GETARG_BOOL(4))
+		kl_export_published(text_to_cstring(PG_GETARG_TEXT_PP(0)), c->business_date);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -324,13 +333,36 @@ kl_close_result(FunctionCallInfo fcinfo, const KlClosing *c, const char *status)
 
 /*
  * kafka_lake_close_date
- *		close_date(source, business_date, cutoff, timeout): one row
+ *		close_date(source, business_date, cutoff, timeout), as 1.1 defined
+ *		it: one row
  *		(business_date, closing_id, status 'closed' or 'already_closed',
  *		snapshot_id, source_hash, selected_events, partitions, cutoff,
  *		closed_by, closed_at).
  */
 Datum
 kafka_lake_close_date(PG_FUNCTION_ARGS)
+{
+	return kl_close_date_call(fcinfo);
+}
+
+/*
+ * kafka_lake_close_date_1_10
+ *		close_date(source, business_date, cutoff, timeout, export): with
+ *		export, the closed snapshot is exported as Parquet too.
+ */
+Datum
+kafka_lake_close_date_1_10(PG_FUNCTION_ARGS)
+{
+	return kl_close_date_call(fcinfo);
+}
+
+/*
+ * kl_close_date_call
+ *		Both versions of close_date(): the fifth argument, export, is 1.10's
+ *		(kl_close_result).
+ */
+static Datum
+kl_close_date_call(FunctionCallInfo fcinfo)
 {
 	KlCloseCall cc;
 	KlLandMarks *m = &cc.marks;

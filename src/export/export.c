@@ -366,7 +366,7 @@ kl_export_snapshot(KlSource *src, DateADT date, const char *date_text)
 	if (SPI_execute_with_args("SELECT snapshot_id, run_id, source_hash, closing_status, xmin"
 							  "  FROM kafka_lake.snapshots"
 							  " WHERE source_id = $1 AND business_date = $2 AND is_current",
-							  2, types, values, NULL, true, 1) != SPI_OK_SELECT)
+							  2, types, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the snapshots of source \"%s\"", src->source);
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -409,7 +409,7 @@ kl_export_tables(KlSource *src, KlExportSnapshot *snap, Oid caller)
 
 	if (SPI_execute_with_args("SELECT name FROM kafka_lake.snapshot_definitions"
 							  " WHERE snapshot_id = $1 AND kind = 'gold' ORDER BY name",
-							  1, &type, &value, NULL, true, 0) != SPI_OK_SELECT)
+							  1, &type, &value, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the golds of snapshot %lld", (long long) snap->snapshot_id);
 	for (uint64 i = 0; i < SPI_processed && i < KL_EXPORT_MAX_TABLES; i++)
 	{
@@ -825,17 +825,16 @@ kl_export_defer(KlExportPending *p)
 }
 
 /*
- * kafka_lake_export
- *		export(source, business_date, row_group_rows): one row per file of
- *		the date's export, 'exported' or 'unchanged'.
+ * kl_export_run
+ *		Export the date's current snapshot of source: fills in each table's
+ *		file, rows, bytes and SHA-256; returns the tables, with *status
+ *		'exported', 'unchanged' or 'at_commit' and *snapshot_id, *tree.
  */
-Datum
-kafka_lake_export(PG_FUNCTION_ARGS)
+static List *
+kl_export_run(const char *source, DateADT date, int64 row_group_rows, const char **status,
+			  int64 *snapshot_id, char **tree_out)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	KlSource   *src;
-	DateADT		date;
-	int64		row_group_rows;
 	char		root[MAXPGPATH];
 	char	   *problem;
 	char	   *date_text;
@@ -852,19 +851,6 @@ kafka_lake_export(PG_FUNCTION_ARGS)
 	bool		unchanged;
 	ListCell   *lc;
 
-	kl_check_not_null(fcinfo, 0, "source", NULL);
-	kl_check_not_null(fcinfo, 1, "business_date", "Name the business date to export.");
-	kl_check_not_null(fcinfo, 2, "row_group_rows", "Leave it out for the default, 122880.");
-	date = PG_GETARG_DATEADT(1);
-	row_group_rows = PG_GETARG_INT32(2);
-	if (DATE_NOT_FINITE(date))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("business_date must be a finite date")));
-	if (row_group_rows < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("row_group_rows must be at least 1")));
 	if (kl_export_dir == NULL || kl_export_dir[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -878,7 +864,7 @@ kafka_lake_export(PG_FUNCTION_ARGS)
 						kl_export_dir),
 				 errdetail("%s", problem),
 				 errhint("Use an absolute path of its own, outside the data directory.")));
-	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	src = kl_source_lookup(source);
 	date_text = kl_export_date_text(date);
 
 	kl_lock_export(src->source_id);
@@ -996,6 +982,60 @@ kafka_lake_export(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	kl_catalog_end(cs);
+	*status = unchanged ? "unchanged" : snap->ours ? "at_commit" : "exported";
+	*snapshot_id = snap->snapshot_id;
+	*tree_out = tree;
+	return tables;
+}
+
+/*
+ * kl_export_published
+ *		Export the date the caller has just bridged or closed (bridge() and
+ *		close_date() with export => true): its current snapshot, published by
+ *		the caller's transaction or not, with the default row groups.
+ */
+void
+kl_export_published(const char *source, DateADT date)
+{
+	const char *status;
+	int64		snapshot_id;
+	char	   *tree;
+
+	(void) kl_export_run(source, date, KL_EXPORT_ROW_GROUP_ROWS, &status, &snapshot_id, &tree);
+}
+
+/*
+ * kafka_lake_export
+ *		export(source, business_date, row_group_rows): one row per file of
+ *		the date's export, 'exported', 'unchanged' or 'at_commit'.
+ */
+Datum
+kafka_lake_export(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DateADT		date;
+	int64		row_group_rows;
+	const char *status;
+	int64		snapshot_id;
+	char	   *tree;
+	List	   *tables;
+	ListCell   *lc;
+
+	kl_check_not_null(fcinfo, 0, "source", NULL);
+	kl_check_not_null(fcinfo, 1, "business_date", "Name the business date to export.");
+	kl_check_not_null(fcinfo, 2, "row_group_rows", "Leave it out for the default, 122880.");
+	date = PG_GETARG_DATEADT(1);
+	row_group_rows = PG_GETARG_INT32(2);
+	if (DATE_NOT_FINITE(date))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("business_date must be a finite date")));
+	if (row_group_rows < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("row_group_rows must be at least 1")));
+	tables = kl_export_run(text_to_cstring(PG_GETARG_TEXT_PP(0)), date, row_group_rows,
+						   &status, &snapshot_id, &tree);
 
 	kl_init_materialized_srf(fcinfo);
 	foreach(lc, tables)
@@ -1004,13 +1044,13 @@ kafka_lake_export(PG_FUNCTION_ARGS)
 		Datum		values[7];
 		bool		nulls[7] = {0};
 
-		values[0] = Int64GetDatum(snap->snapshot_id);
+		values[0] = Int64GetDatum(snapshot_id);
 		values[1] = CStringGetTextDatum(t->relation);
 		values[2] = CStringGetTextDatum(psprintf("%s/%s", tree, t->file));
 		values[3] = Int64GetDatum(t->rows);
 		values[4] = Int64GetDatum(t->bytes);
 		values[5] = CStringGetTextDatum(t->sha256);
-		values[6] = CStringGetTextDatum(unchanged ? "unchanged" : snap->ours ? "at_commit" : "exported");
+		values[6] = CStringGetTextDatum(status);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	PG_RETURN_VOID();

@@ -11,6 +11,8 @@
 #ifndef KAFKA_LAKE_EXPORT_H
 #define KAFKA_LAKE_EXPORT_H
 
+#include "utils/date.h"
+
 #include "base/digest.h"
 
 /* One table of a date's export and the file it got */
@@ -26,6 +28,12 @@ typedef struct KlExportTable
 	int64		bytes;
 	char		sha256[KL_SHA256_LEN * 2 + 1];
 } KlExportTable;
+
+/* rows in a row group unless export() is told otherwise */
+#define KL_EXPORT_ROW_GROUP_ROWS	122880
+
+/* in export.c */
+extern void kl_export_published(const char *source, DateADT date);
 
 /* in export_table.c */
 extern void kl_export_table_file(KlExportTable *t, const char *path, int64 row_group_rows,

@@ -302,7 +302,7 @@ kl_export_size_numerics(KlExportColumn *cols, int n, const KlExportTable *t)
 	appendStringInfo(&q, " FROM kafka_lake.%s WHERE %s OPERATOR(pg_catalog.=) $1::pg_catalog.text::%s",
 					 quote_identifier(t->relation), quote_identifier(t->id_column),
 					 strcmp(t->id_column, "snapshot_id") == 0 ? "pg_catalog.int8" : "pg_catalog.text");
-	if (SPI_execute_with_args(q.data, 1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT ||
+	if (SPI_execute_with_args(q.data, 1, &argtype, &arg, NULL, false, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not size the numeric columns of kafka_lake.%s", t->relation);
 	k = 0;
@@ -635,7 +635,7 @@ kl_export_table_file(KlExportTable *t, const char *path, int64 row_group_rows,
 	kl_pq_key_value(w, "kafka_lake.relation", t->relation);
 	kl_pq_key_value(w, "kafka_lake.snapshot_id", snapshot_id);
 
-	portal = SPI_cursor_open_with_args(NULL, q.data, 1, &argtype, &arg, NULL, true,
+	portal = SPI_cursor_open_with_args(NULL, q.data, 1, &argtype, &arg, NULL, false,
 									   CURSOR_OPT_NO_SCROLL);
 	rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "kafka_lake export rows",
 									 ALLOCSET_DEFAULT_SIZES);

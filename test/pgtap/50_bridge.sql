@@ -231,7 +231,7 @@ SELECT is((SELECT pg_catalog.array_to_string(reloptions, ',') FROM pg_class
           'autosummarize=off', 'silver_machine_events_run_idx has autosummarize off');
 
 -- the view and the functions are not for PUBLIC
-SELECT ok(NOT has_function_privilege('public', 'kafka_lake.bridge(text, date, boolean, boolean)', 'EXECUTE'),
+SELECT ok(NOT has_function_privilege('public', 'kafka_lake.bridge(text, date, boolean, boolean, boolean)', 'EXECUTE'),
           'bridge() is not executable by PUBLIC');
 
 SELECT * FROM finish();

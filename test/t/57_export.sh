@@ -17,7 +17,7 @@
 # old export, PREPARE TRANSACTION is refused (0A000).
 # Needs the broker, node and test/parquet's packages.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 45
+plan 50
 pq=$(cd "$(dirname "$0")/../parquet" && pwd)
 exp=$KL_TMP/export57
 rm -rf "$exp" && mkdir -p "$exp" && chown postgres "$exp"
@@ -209,6 +209,18 @@ snap4=$(current)
 run4=$(q "SELECT run_id FROM kafka_lake.snapshots WHERE snapshot_id = $snap4")
 ok "[ $snap4 != $snap3 ] && [ \"\$(jsnap) \$(staged)\" = '$snap4 0' ]" "committed, the transaction's snapshot $snap4 is the export's"
 compare ex57_silver "run_id = '$run4'" "$tree/ex57_silver/business_date=2026-07-01/part-00000.parquet" "silver exported at commit"
+# bridge(..., export => true) and close_date(..., export => true): the same, in one call
+late o-8
+q "SELECT run_status FROM kafka_lake.bridge('ex57', '2026-07-01', export => true)" >/dev/null
+snap5=$(current)
+ok "[ $snap5 != $snap4 ] && [ \"\$(jsnap) \$(staged)\" = '$snap5 0' ]" "bridge(..., export => true) exports the snapshot it publishes, at its commit"
+is "$(q "SELECT status || ' ' || snapshot_id FROM kafka_lake.close_date('ex57', '2026-07-01', export => true)")
+$(python3 -c "import json; d = json.load(open('$json')); print(d['snapshot_id'], d['closing_status'])")" \
+	"closed $(current)
+$(current) closed" "close_date(..., export => true) exports the closed snapshot, its JSON saying closed"
+compare ex57_by_paid "snapshot_id = $(current)" "$tree/ex57_by_paid/business_date=2026-07-01/part-00000.parquet" "the closed gold"
+is "$(PGOPTIONS= err "SELECT FROM kafka_lake.bridge('ex57', '2026-07-01', export => true)")" "55000" \
+	"bridge(..., export => true) without export_dir is refused (55000)"
 mkdir -p "$exp/ex57x" && echo mine >"$exp/ex57x/notes.txt" && chown -R postgres "$exp/ex57x"
 q "SELECT kafka_lake.create_source('ex57x', 'ex57_srv', 'ex57m.t')" >/dev/null
 q "SELECT count(*) FROM kafka_lake.land('ex57x')" >/dev/null

@@ -35,8 +35,8 @@ gold_of() { q -d $db -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) F
 gold10=$(gold_of)
 
 ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null" "ALTER EXTENSION kafka_lake UPDATE succeeds"
-is "$(q -d $db -c "SELECT has_function_privilege('$role', 'kafka_lake.bridge(text, date, boolean, boolean)', 'EXECUTE'),
-	has_function_privilege('public', 'kafka_lake.bridge(text, date, boolean, boolean)', 'EXECUTE')")" "t|f" \
+is "$(q -d $db -c "SELECT has_function_privilege('$role', 'kafka_lake.bridge(text, date, boolean, boolean, boolean)', 'EXECUTE'),
+	has_function_privilege('public', 'kafka_lake.bridge(text, date, boolean, boolean, boolean)', 'EXECUTE')")" "t|f" \
 	"whoever could execute bridge() still can, PUBLIC still cannot"
 is "$(q -d $db -c "SET ROLE $role" -c "SELECT run_status FROM kafka_lake.bridge('cl_src', '$date')")" "skipped" \
 	"a call with two arguments still works: the date is unchanged"
