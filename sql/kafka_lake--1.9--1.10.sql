@@ -39,16 +39,22 @@ REVOKE ALL ON FUNCTION kafka_lake.export(text, date, integer) FROM PUBLIC;
 -- grants (a pg_cron job names them by text, and keeps working).
 DO $$
 DECLARE
-    grantees text[];
+    bridge_grantees text[];
+    close_grantees text[];
     grantee text;
 BEGIN
     SELECT array_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC'
                                    ELSE pg_catalog.quote_ident(r.rolname) END)
-      INTO grantees
+             FILTER (WHERE p.proname = 'bridge'),
+           array_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+                                   ELSE pg_catalog.quote_ident(r.rolname) END)
+             FILTER (WHERE p.proname = 'close_date')
+      INTO bridge_grantees, close_grantees
       FROM pg_catalog.pg_proc p
      CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
       LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
-     WHERE p.oid = 'kafka_lake.bridge(text, date, boolean, boolean)'::pg_catalog.regprocedure
+     WHERE p.oid IN ('kafka_lake.bridge(text, date, boolean, boolean)'::pg_catalog.regprocedure,
+                     'kafka_lake.close_date(text, date, timestamptz, interval)'::pg_catalog.regprocedure)
        AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner;
 
     DROP FUNCTION kafka_lake.bridge(text, date, boolean, boolean);
@@ -76,18 +82,6 @@ BEGIN
     COMMENT ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean, boolean) IS
       'Bridge one business date: canonical CSV (source_hash), silver, the quality checks, and a new snapshot of every gold of the source when they pass; recheck => true runs the current golds and checks again over an unchanged date; a closed date changes only with reopen => true; export => true writes the date''s current snapshot as Parquet too';
     REVOKE ALL ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean, boolean) FROM PUBLIC;
-    FOREACH grantee IN ARRAY coalesce(grantees, '{}') LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean, boolean) TO %s', grantee);
-    END LOOP;
-
-    SELECT array_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC'
-                                   ELSE pg_catalog.quote_ident(r.rolname) END)
-      INTO grantees
-      FROM pg_catalog.pg_proc p
-     CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
-      LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
-     WHERE p.oid = 'kafka_lake.close_date(text, date, timestamptz, interval)'::pg_catalog.regprocedure
-       AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner;
 
     DROP FUNCTION kafka_lake.close_date(text, date, timestamptz, interval);
     CREATE FUNCTION kafka_lake.close_date(
@@ -112,7 +106,11 @@ BEGIN
     COMMENT ON FUNCTION kafka_lake.close_date(text, date, timestamptz, interval, boolean) IS
       'Land every partition up to its mark, bridge the date below the marks and record a completeness certificate; gold becomes closed; export => true writes the closed snapshot as Parquet too';
     REVOKE ALL ON FUNCTION kafka_lake.close_date(text, date, timestamptz, interval, boolean) FROM PUBLIC;
-    FOREACH grantee IN ARRAY coalesce(grantees, '{}') LOOP
+
+    FOREACH grantee IN ARRAY coalesce(bridge_grantees, '{}') LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean, boolean) TO %s', grantee);
+    END LOOP;
+    FOREACH grantee IN ARRAY coalesce(close_grantees, '{}') LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION kafka_lake.close_date(text, date, timestamptz, interval, boolean) TO %s', grantee);
     END LOOP;
 END

@@ -172,37 +172,30 @@ kl_start_registry() {
 	export KL_REGISTRY KL_REGISTRY_DIR KL_REGISTRY_URL KL_REGISTRY_CTL KL_REGISTRY_PID
 }
 
-# kl_registry_node_deps: the npm packages of test/registry (an independent
-# Schema Registry client, for test/t/29d_registry_client.sh), installed into
-# test/registry/node_modules when missing (node and npm from Debian if absent).
-kl_registry_node_deps() {
-	local dir=$KL_ROOT/test/registry
-	[ -d "$dir/node_modules/@confluentinc/schemaregistry" ] && return 0
+# kl_node_deps DIR PACKAGE...: the npm packages of test/DIR, installed into its
+# node_modules with its package-lock.json when one of them is missing (node and
+# npm from Debian if absent); non-zero when that fails.
+kl_node_deps() {
+	local dir=$KL_ROOT/test/$1 missing=
+	shift
+	for p in "$@"; do [ -d "$dir/node_modules/$p" ] || missing=1; done
+	[ -z "$missing" ] && return 0
 	if ! command -v npm >/dev/null 2>&1; then
 		[ "$(id -u)" = 0 ] || return 1
 		kl_log "installing nodejs npm"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null || return 1
 	fi
-	kl_log "npm install in test/registry"
+	kl_log "npm install in test/${dir##*/test/}"
 	(cd "$dir" && npm install --no-audit --no-fund --silent >/dev/null 2>&1)
 }
 
-# kl_parquet_node_deps: the npm packages of test/parquet (two independent
-# Parquet readers, DuckDB and hyparquet, for checking exported files),
-# installed into test/parquet/node_modules when missing (node and npm from
-# Debian if absent).
-kl_parquet_node_deps() {
-	local dir=$KL_ROOT/test/parquet
-	[ -d "$dir/node_modules/@duckdb/node-api" ] && [ -d "$dir/node_modules/hyparquet" ] &&
-		[ -d "$dir/node_modules/hyparquet-compressors" ] && return 0
-	if ! command -v npm >/dev/null 2>&1; then
-		[ "$(id -u)" = 0 ] || return 1
-		kl_log "installing nodejs npm"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null || return 1
-	fi
-	kl_log "npm install in test/parquet"
-	(cd "$dir" && npm install --no-audit --no-fund --silent >/dev/null 2>&1)
-}
+# kl_registry_node_deps: an independent Schema Registry client (Confluent's),
+# for test/t/29d_registry_client.sh.
+kl_registry_node_deps() { kl_node_deps registry @confluentinc/schemaregistry; }
+
+# kl_parquet_node_deps: two independent Parquet readers, DuckDB and hyparquet,
+# for checking exported files (test/parquet).
+kl_parquet_node_deps() { kl_node_deps parquet @duckdb/node-api hyparquet hyparquet-compressors; }
 
 # kl_cleanup: stop everything, on every exit path.
 kl_cleanup() {

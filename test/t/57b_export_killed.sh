@@ -7,11 +7,12 @@
 # snapshot or of the new one (its key-value metadata says which), and DuckDB reads in it exactly
 # the rows PostgreSQL holds for that snapshot; no partial file is in a date directory; the JSON
 # still names the old snapshot; what the killed call wrote is left in staging only.  The next
-# export() writes the new snapshot, clears staging, and the JSON names it.  Needs the broker,
-# node and test/parquet's packages.
+# export() writes the new snapshot, clears staging, and the JSON names it.  Then two sessions:
+# a second export of the source waits for the first one's lock, and exports once the first is
+# cancelled.  Needs the broker, node and test/parquet's packages.
 source "$(dirname "$0")/../lib/tap.sh"
 steps=(export_after_write export_after_swap)
-plan $((1 + 7 * ${#steps[@]}))
+plan $((4 + 7 * ${#steps[@]}))
 exp=$KL_TMP/export57b
 rm -rf "$exp" && mkdir -p "$exp" && chown postgres "$exp"
 export PGOPTIONS="-c kafka_lake.export_dir=$exp"
@@ -90,3 +91,32 @@ for step in "${steps[@]}"; do
 	is "$(json_snapshot)$got $(ls -A "$tree/.staging" | tr '\n' ' ')" "$new $new $new .kafka_lake_export " \
 		"$step: the JSON and both files are the new snapshot's, and staging is clear"
 done
+
+# a second session's export of the source waits for the first one's lock (lock space 0x4B45),
+# then exports; the first, cancelled at its pause, leaves its staging directory to it
+new=$(bridge_more 9000)
+psql -X -q -d kl_test -c "SET kafka_lake.fault_injection = 'pause:export_after_write'" \
+	-c "SELECT count(*) FROM kafka_lake.export('ex57b', '2026-06-01')" >/dev/null 2>&1 &
+first=$!
+pid=
+for _ in $(seq 300); do
+	pid=$(q "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Extension'
+	         AND query LIKE '%export(''ex57b''%' AND pid <> pg_backend_pid()")
+	[ -n "$pid" ] && break
+	sleep 0.1
+done
+q "SELECT string_agg(relation || ' ' || status, ',' ORDER BY relation) FROM kafka_lake.export('ex57b', '2026-06-01')" >"$KL_TMP/57b.second" 2>&1 &
+second=$!
+waiting=
+for _ in $(seq 100); do
+	waiting=$(q "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 19269 AND NOT granted")
+	[ "$waiting" = 1 ] && break
+	sleep 0.1
+done
+is "$waiting" 1 "a second export of the source waits for the first one's lock"
+q "SELECT pg_cancel_backend($pid)" >/dev/null
+wait $first $second
+is "$(cat "$KL_TMP/57b.second")" "gold_daily_line_metrics exported,silver_machine_events exported" \
+	"once the first is cancelled, the second exports"
+is "$(json_snapshot) $(ls -A "$tree/.staging" | tr '\n' ' ')" "$new .kafka_lake_export " \
+	"the JSON names the new snapshot, and the cancelled call's staging is gone"

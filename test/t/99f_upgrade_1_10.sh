@@ -4,10 +4,11 @@
 # which adds export().  At 1.9: a source landed, a date closed, another bridged (export() does
 # not exist there).  After the update: coordinate_list and verify() are the same, the bridge of
 # the open date is skipped (same source_hash), export() writes both dates' snapshots, which DuckDB
-# reads with the rows PostgreSQL holds; EXECUTE on it is not PUBLIC's; and the database holds the
-# same extension objects as one created at 1.10.  Needs the broker, node and test/parquet.
+# reads with the rows PostgreSQL holds; bridge() and close_date() gain export and keep their
+# grants; and the database holds the same extension objects as one created at 1.10.  Needs the
+# broker, node and test/parquet.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 10
+plan 11
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 db=kl_up110
 topic=upgrade110.events
@@ -30,6 +31,10 @@ SELECT kafka_lake.create_source('up110', 'up110_srv', '$topic');
 SELECT * FROM kafka_lake.land('up110');
 SELECT * FROM kafka_lake.close_date('up110', '2026-06-28');
 SELECT * FROM kafka_lake.bridge('up110', '2026-06-30');
+DROP ROLE IF EXISTS up110_publisher;
+CREATE ROLE up110_publisher;
+GRANT EXECUTE ON FUNCTION kafka_lake.bridge(text, date, boolean, boolean),
+                          kafka_lake.close_date(text, date, timestamptz, interval) TO up110_publisher;
 SQL
 list() {
 	q -d $db -c "SELECT count(*) || ' ' || md5(string_agg(concat_ws('|', source, topic, partition, \"offset\", status, fingerprint, batch_id),
@@ -43,6 +48,11 @@ ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null 2>'$KL_TMP/up110.
 [ -s "$KL_TMP/up110.err" ] && diag "$(cat "$KL_TMP/up110.err")"
 is "$(q -d $db -c "SELECT extversion || ' ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'kafka_lake') FROM pg_extension WHERE extname = 'kafka_lake'")" \
 	"1.10 1.10" "the extension is at 1.10, the default version"
+is "$(q -d $db -c "SELECT string_agg(has_function_privilege(r, f, 'EXECUTE')::text, ' ' ORDER BY r, f)
+                     FROM unnest(ARRAY['up110_publisher', 'public']) r,
+                          unnest(ARRAY['kafka_lake.bridge(text, date, boolean, boolean, boolean)',
+                                       'kafka_lake.close_date(text, date, timestamptz, interval, boolean)']) f")" \
+	"false false true true" "bridge() and close_date() gain export: whoever could execute them still can, PUBLIC still cannot"
 is "$(list)" "$list_before" "coordinate_list lists the same $(echo "$list_before" | cut -d' ' -f1) rows"
 is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('up110')")" 0 "verify() is clean"
 is "$(q -d $db -c "SELECT run_status FROM kafka_lake.bridge('up110', '2026-06-30')")" skipped \
@@ -58,4 +68,4 @@ is "$(cd "$pq" && node read.js sql "SELECT business_date::VARCHAR, sum(units_pro
 q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
 same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 
-q -d postgres -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" >/dev/null
+q -d postgres -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" -c "DROP ROLE up110_publisher" >/dev/null
