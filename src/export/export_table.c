@@ -73,7 +73,6 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
-#include "utils/uuid.h"
 
 #include "base/digest.h"
 #include "export/export.h"
