@@ -28,6 +28,7 @@ OBJS = \
 	src/format/batch_format.o \
 	src/format/avro.o \
 	src/format/parquet.o \
+	src/format/export_manifest.o \
 	src/kl_catalog/catalog.o \
 	src/kl_catalog/catalog_lifecycle.o \
 	src/kl_catalog/catalog_exclusions.o \

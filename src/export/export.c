@@ -106,10 +106,10 @@
 #include "base/compat.h"
 #include "base/data_dir.h"
 #include "base/fault.h"
-#include "base/json.h"
 #include "base/settings.h"
 #include "contract/contract.h"
 #include "export/export.h"
+#include "format/export_manifest.h"
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/locks.h"
 
@@ -451,55 +451,50 @@ kl_export_tables(KlSource *src, KlExportSnapshot *snap, Oid caller)
 
 /*
  * kl_export_json
- *		The per-date JSON of an export.
+ *		The per-date JSON of an export (format/export_manifest.c).
  */
 static char *
 kl_export_json(KlSource *src, const char *date_text, KlExportSnapshot *snap, List *tables)
 {
-	StringInfoData j;
+	KlExportManifest m = {0};
 	ListCell   *lc;
 
-	initStringInfo(&j);
-	appendStringInfoString(&j, "{\"source\": ");
-	kl_json_append_string(&j, src->source, strlen(src->source));
-	appendStringInfo(&j, ", \"business_date\": \"%s\", \"snapshot_id\": %lld, \"run_id\": ",
-					 date_text, (long long) snap->snapshot_id);
-	kl_json_append_string(&j, snap->run_id, strlen(snap->run_id));
-	appendStringInfo(&j, ", \"source_hash\": \"%s\", \"closing_status\": \"%s\", \"files\": [",
-					 snap->source_hash, snap->closing_status);
+	m.source = src->source;
+	m.business_date = (char *) date_text;
+	m.snapshot_id = snap->snapshot_id;
+	m.run_id = snap->run_id;
+	m.source_hash = snap->source_hash;
+	m.closing_status = snap->closing_status;
+	m.files = palloc0(sizeof(KlExportFile) * Max(list_length(tables), 1));
 	foreach(lc, tables)
 	{
 		KlExportTable *t = lfirst(lc);
+		KlExportFile *f = &m.files[m.nfiles++];
 
-		appendStringInfo(&j, "%s\n  {\"relation\": \"%s\", \"kind\": \"%s\", \"path\": ",
-						 foreach_current_index(lc) ? "," : "", t->relation, t->kind);
-		kl_json_append_string(&j, t->file, strlen(t->file));
-		appendStringInfo(&j, ", \"rows\": %lld, \"bytes\": %lld, \"sha256\": \"%s\"}",
-						 (long long) t->rows, (long long) t->bytes, t->sha256);
+		f->relation = t->relation;
+		f->kind = (char *) t->kind;
+		f->path = t->file;
+		f->rows = t->rows;
+		f->bytes = t->bytes;
+		memcpy(f->sha256, t->sha256, sizeof(f->sha256));
 	}
-	appendStringInfoString(&j, "\n]}\n");
-	return j.data;
+	return kl_export_manifest_text(&m);
 }
 
 /*
  * kl_export_previous
  *		What the date's JSON names: its snapshot_id (-1 when there is no
- *		readable JSON), and the relations and files it lists (KlExportTable,
- *		relation, file, rows, bytes and sha256 filled in).
+ *		JSON, or one that does not read), and the relations and files it
+ *		lists (KlExportTable: relation, file, rows, bytes and sha256).
  */
 static int64
 kl_export_previous(const char *json_path, List **files)
 {
-	size_t		len;
+	ssize_t		len;
 	char	   *json;
 	int			fd;
 	struct stat st;
-	KlJsonReader r,
-				obj;
-	KlJsonValue doc,
-				key,
-				value;
-	int64		snapshot_id = -1;
+	KlExportManifest m;
 
 	*files = NIL;
 	fd = open(json_path, O_RDONLY | O_NOFOLLOW | PG_BINARY);
@@ -513,68 +508,21 @@ kl_export_previous(const char *json_path, List **files)
 	json = palloc(st.st_size + 1);
 	len = read(fd, json, st.st_size);
 	close(fd);
-	if (len != (size_t) st.st_size)
+	if (len != st.st_size || !kl_export_manifest_parse(json, len, &m))
 		return -1;
-	json[len] = '\0';
-
-	kl_json_init(&r, json, len, KL_JSON_MAX_DEPTH);
-	if (!kl_json_parse_document(&r, &doc) || doc.type != KL_JSON_OBJECT)
-		return -1;
-	kl_json_object_open(&obj, doc.start, doc.start + doc.len, KL_JSON_MAX_DEPTH);
-	while (kl_json_object_next(&obj, &key, &value))
+	for (int i = 0; i < m.nfiles; i++)
 	{
-		if (kl_json_key_is(&key, "snapshot_id", 11) && value.type == KL_JSON_NUMBER)
-		{
-			if (!kl_json_parse_int64(value.start, value.len, &snapshot_id))
-				return -1;
-		}
-		else if (kl_json_key_is(&key, "files", 5) && value.type == KL_JSON_ARRAY)
-		{
-			KlJsonReader arr;
-			KlJsonValue f;
+		KlExportTable *t = palloc0(sizeof(KlExportTable));
 
-			kl_json_array_open(&arr, value.start, value.start + value.len, KL_JSON_MAX_DEPTH);
-			while (kl_json_array_next(&arr, &f))
-			{
-				KlJsonReader fo;
-				KlJsonValue fk,
-							fv;
-				KlExportTable *t = palloc0(sizeof(KlExportTable));
-
-				if (f.type != KL_JSON_OBJECT)
-					return -1;
-				t->bytes = -1;
-				kl_json_object_open(&fo, f.start, f.start + f.len, KL_JSON_MAX_DEPTH);
-				while (kl_json_object_next(&fo, &fk, &fv))
-				{
-					StringInfoData s;
-
-					if (fv.type == KL_JSON_STRING)
-					{
-						initStringInfo(&s);
-						kl_json_decode_string(&fv, &s);
-						if (kl_json_key_is(&fk, "relation", 8))
-							t->relation = s.data;
-						else if (kl_json_key_is(&fk, "path", 4))
-							t->file = s.data;
-						else if (kl_json_key_is(&fk, "sha256", 6))
-							strlcpy(t->sha256, s.data, sizeof(t->sha256));
-						else if (kl_json_key_is(&fk, "kind", 4))
-							t->kind = s.data;
-					}
-					else if (fv.type == KL_JSON_NUMBER && kl_json_key_is(&fk, "bytes", 5))
-						(void) kl_json_parse_int64(fv.start, fv.len, &t->bytes);
-					else if (fv.type == KL_JSON_NUMBER && kl_json_key_is(&fk, "rows", 4))
-						(void) kl_json_parse_int64(fv.start, fv.len, &t->rows);
-				}
-				if (t->relation == NULL || t->file == NULL ||
-					strspn(t->relation, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(t->relation))
-					return -1;
-				*files = lappend(*files, t);
-			}
-		}
+		t->relation = m.files[i].relation;
+		t->kind = m.files[i].kind;
+		t->file = m.files[i].path;
+		t->rows = m.files[i].rows;
+		t->bytes = m.files[i].bytes;
+		memcpy(t->sha256, m.files[i].sha256, sizeof(t->sha256));
+		*files = lappend(*files, t);
 	}
-	return snapshot_id;
+	return m.snapshot_id;
 }
 
 /*

@@ -17,7 +17,7 @@
 # old export, PREPARE TRANSACTION is refused (0A000).
 # Needs the broker, node and test/parquet's packages.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 50
+plan 51
 pq=$(cd "$(dirname "$0")/../parquet" && pwd)
 exp=$KL_TMP/export57
 rm -rf "$exp" && mkdir -p "$exp" && chown postgres "$exp"
@@ -122,6 +122,11 @@ is "$(pq_reader sql "SELECT business_date::VARCHAR AS d, count(*)::INTEGER AS n 
 is "$(q "SELECT string_agg(status, ',') FROM kafka_lake.export('ex57', '2026-07-01')")" "unchanged,unchanged,unchanged" \
 	"an export of the snapshot already exported changes nothing"
 
+# an edited JSON (here: a relation that names a path) reads as no export: the date is written again
+cp "$json" "$KL_TMP/57.json"
+sed -i 's/"relation": "ex57_sql"/"relation": "..\/..\/x"/' "$json"
+is "$(q "SELECT string_agg(status, ',') FROM kafka_lake.export('ex57', '2026-07-01')") $(cmp -s "$json" "$KL_TMP/57.json" && echo same)" \
+	"exported,exported,exported same" "an edited per-date JSON reads as no export: the date is exported again, the JSON as it was"
 # a correction replaces the date's files; a reader that opened the old file reads the old set
 old_sha=$(sha256sum "$tree/ex57_silver/business_date=2026-07-01/part-00000.parquet" | cut -d' ' -f1)
 exec 7<"$tree/ex57_silver/business_date=2026-07-01/part-00000.parquet"
