@@ -26,6 +26,17 @@ file_snapshot() {
 m = json.load(sys.stdin)
 print(next(kv['value'] for kv in m['kv_metadata'] if kv['key'] == 'kafka_lake.snapshot_id'))"
 }
+# the backend paused in an export of the source (wait event "Extension"), once it is there
+paused_pid() {
+	local pid=
+	for _ in $(seq 300); do
+		pid=$(q "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Extension'
+		         AND query LIKE '%export(''ex57b''%' AND pid <> pg_backend_pid()")
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	echo "$pid"
+}
 bridge_more() {
 	q "SELECT kl_test.fill('ex57b.t', 50, 1, $1, '--date 2026-06-01')" >/dev/null
 	q "SELECT count(*) FROM kafka_lake.land('ex57b')" >/dev/null
@@ -48,13 +59,7 @@ for step in "${steps[@]}"; do
 	psql -X -q -d kl_test -c "SET kafka_lake.fault_injection = 'pause:$step'" \
 		-c "SELECT count(*) FROM kafka_lake.export('ex57b', '2026-06-01')" >/dev/null 2>&1 &
 	client=$!
-	pid=
-	for _ in $(seq 300); do
-		pid=$(q "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Extension'
-		         AND query LIKE '%export(''ex57b''%' AND pid <> pg_backend_pid()")
-		[ -n "$pid" ] && break
-		sleep 0.1
-	done
+	pid=$(paused_pid)
 	ok "[ -n '$pid' ] && kill -9 $pid" "$step: the exporting backend ($pid) is killed with SIGKILL at that step"
 	wait $client 2>/dev/null
 	for _ in $(seq 150); do pg_isready -q && q "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
@@ -98,13 +103,7 @@ new=$(bridge_more 9000)
 psql -X -q -d kl_test -c "SET kafka_lake.fault_injection = 'pause:export_after_write'" \
 	-c "SELECT count(*) FROM kafka_lake.export('ex57b', '2026-06-01')" >/dev/null 2>&1 &
 first=$!
-pid=
-for _ in $(seq 300); do
-	pid=$(q "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Extension'
-	         AND query LIKE '%export(''ex57b''%' AND pid <> pg_backend_pid()")
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
+pid=$(paused_pid)
 q "SELECT string_agg(relation || ' ' || status, ',' ORDER BY relation) FROM kafka_lake.export('ex57b', '2026-06-01')" >"$KL_TMP/57b.second" 2>&1 &
 second=$!
 waiting=
