@@ -17,7 +17,7 @@
 # old export, PREPARE TRANSACTION is refused (0A000).
 # Needs the broker, node and test/parquet's packages.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 51
+plan 52
 pq=$(cd "$(dirname "$0")/../parquet" && pwd)
 exp=$KL_TMP/export57
 rm -rf "$exp" && mkdir -p "$exp" && chown postgres "$exp"
@@ -233,4 +233,11 @@ q "SELECT snapshot_status FROM kafka_lake.bridge('ex57x', '2026-06-01')" >/dev/n
 is "$(err "SELECT * FROM kafka_lake.export('ex57x', '2026-06-01')")" "55000" \
 	"a directory of the source's name that the export did not make: 55000"
 is "$(cat "$exp/ex57x/notes.txt") $(ls -A "$exp/ex57x" | wc -l)" "mine 1" "and nothing in it was touched"
+# a symbolic link in the source's place is not followed
+mkdir -p "$KL_TMP/57elsewhere" && chown postgres "$KL_TMP/57elsewhere" && ln -sfn "$KL_TMP/57elsewhere" "$exp/ex57y"
+q "SELECT kafka_lake.create_source('ex57y', 'ex57_srv', 'ex57m.t')" >/dev/null
+q "SELECT count(*) FROM kafka_lake.land('ex57y')" >/dev/null
+q "SELECT snapshot_status FROM kafka_lake.bridge('ex57y', '2026-06-01')" >/dev/null
+is "$(err "SELECT * FROM kafka_lake.export('ex57y', '2026-06-01')") $(ls -A "$KL_TMP/57elsewhere" | wc -l)" "55000 0" \
+	"a symbolic link where the source's directory would be: 55000, and nothing written where it points"
 q "DROP OWNED BY ex57_reader; DROP ROLE ex57_reader" >/dev/null
