@@ -120,21 +120,6 @@ PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_3);
 PG_FUNCTION_INFO_V1(kafka_lake_bridge_1_10);
 
 /*
- * kl_date_text
- *		A date as YYYY-MM-DD.
- */
-static void
-kl_date_text(DateADT date, char *out)
-{
-	int			y,
-				m,
-				d;
-
-	j2date(date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
-	snprintf(out, 11, "%04d-%02d-%02d", y, m, d);
-}
-
-/*
  * kl_bridge_step_done
  *		Report how long a step took (DEBUG1), for whoever tunes a bridge.
  */

@@ -21,6 +21,7 @@
 #include "base/digest.h"
 #include "base/keyset.h"
 #include "contract/contract.h"
+#include "contract/iso8601.h"
 #include "kl_catalog/catalog.h"
 
 #define KL_NCHECKS				8	/* the built-in checks of machine_event_v1 */
@@ -191,7 +192,7 @@ typedef struct KlBridge
 {
 	KlSource   *src;
 	DateADT		date;
-	char		date_text[11];	/* YYYY-MM-DD */
+	char		date_text[KL_DATE_TEXT_LEN];	/* YYYY-MM-DD */
 	TimestampTz started_at;
 	MemoryContext cxt;			/* lives for the call */
 	int64		total_batches;	/* of the source, for messages */

@@ -71,6 +71,7 @@
 
 #include "bridge/bridge.h"
 #include "bridge/catalog_close.h"
+#include "contract/iso8601.h"
 #include "export/export.h"
 #include "kafka/kafka.h"
 #include "kl_catalog/catalog.h"
@@ -88,7 +89,7 @@ typedef struct KlCloseCall
 {
 	const char *source;
 	DateADT		date;
-	char		date_text[11];
+	char		date_text[KL_DATE_TEXT_LEN];
 	bool		has_cutoff;
 	TimestampTz cutoff;
 	int			timeout_ms;
@@ -385,14 +386,7 @@ kl_close_date_call(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("business_date must be a finite date"),
 				 errhint("Pass the calendar day to close, for example '2026-06-29'.")));
-	{
-		int			y,
-					mo,
-					d;
-
-		j2date(cc.date + POSTGRES_EPOCH_JDATE, &y, &mo, &d);
-		snprintf(cc.date_text, sizeof(cc.date_text), "%04d-%02d-%02d", y, mo, d);
-	}
+	kl_date_text(cc.date, cc.date_text);
 	cc.has_cutoff = !PG_ARGISNULL(2);
 	if (cc.has_cutoff)
 	{

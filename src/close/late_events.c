@@ -48,6 +48,7 @@
 #include "base/compat.h"
 #include "base/json.h"
 #include "bridge/catalog_close.h"
+#include "contract/iso8601.h"
 #include "format/batch_format.h"
 #include "kafka/options.h"
 #include "kl_catalog/catalog.h"
@@ -91,14 +92,10 @@ kl_late_events_of(ReturnSetInfo *rsinfo, const KlClosing *c, KlLine *line,
 	KlBounds	bounds;
 	List	   *batches;
 	int64		total;
-	char		date_text[11];
+	char		date_text[KL_DATE_TEXT_LEN];
 	ListCell   *cell;
-	int			y,
-				m,
-				d;
 
-	j2date(c->business_date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
-	snprintf(date_text, sizeof(date_text), "%04d-%02d-%02d", y, m, d);
+	kl_date_text(c->business_date, date_text);
 
 	kl_bounds_init(&bounds);
 	bounds.date_lo = bounds.date_hi = c->business_date;

@@ -551,3 +551,19 @@ kl_date_in_zone(TimestampTz t, const pg_tz *tz, DateADT *day)
 					  (UNIX_EPOCH_JDATE - POSTGRES_EPOCH_JDATE));
 	return true;
 }
+
+/*
+ * kl_date_text
+ *		A finite date as YYYY-MM-DD, whatever the session's DateStyle, into
+ *		out (KL_DATE_TEXT_LEN bytes).
+ */
+void
+kl_date_text(DateADT date, char *out)
+{
+	int			y,
+				m,
+				d;
+
+	j2date(date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
+	snprintf(out, KL_DATE_TEXT_LEN, "%04d-%02d-%02d", y, m, d);
+}

@@ -26,7 +26,11 @@ typedef enum KlIsoVerdict
 	KL_ISO_OFFSET_RANGE			/* a zone of 16 hours or more */
 } KlIsoVerdict;
 
+/* room for any date as text: "YYYY-MM-DD", and years beyond 9999 */
+#define KL_DATE_TEXT_LEN	16
+
 extern bool kl_parse_iso_date(const char *s, int len, DateADT *result);
+extern void kl_date_text(DateADT date, char *out);
 extern size_t kl_iso_buffer_size(const char *s, int len);
 extern KlIsoVerdict kl_parse_iso_timestamp_buf(const char *s, int len, bool landed,
 											   TimestampTz *instant, DateADT *written_day,

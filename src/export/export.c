@@ -108,6 +108,7 @@
 #include "base/fault.h"
 #include "base/settings.h"
 #include "contract/contract.h"
+#include "contract/iso8601.h"
 #include "export/export.h"
 #include "format/export_manifest.h"
 #include "kl_catalog/catalog.h"
@@ -234,6 +235,18 @@ kl_export_mkdir(const char *dir, int elevel)
 }
 
 /*
+ * kl_export_mkdir_marked
+ *		Make a directory of an export (or find it made) and give it this
+ *		database's marker of the source, line.
+ */
+static void
+kl_export_mkdir_marked(const char *dir, const char *line)
+{
+	(void) kl_export_mkdir(dir, ERROR);
+	(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, dir), line, strlen(line), ERROR);
+}
+
+/*
  * kl_export_claim_tree
  *		Make <root>/<source> this database's export tree of the source, or
  *		check that it is: a directory with our marker, or an empty one (then
@@ -251,7 +264,6 @@ kl_export_claim_tree(const char *tree, const char *source)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not stat \"%s\": %m", tree)));
-		(void) kl_export_mkdir(tree, ERROR);
 	}
 	else if (!S_ISDIR(st.st_mode))
 		ereport(ERROR,
@@ -278,7 +290,7 @@ kl_export_claim_tree(const char *tree, const char *source)
 							   KL_EXPORT_MARKER, pnstrdup(line, strlen(line) - 1)),
 					 errhint("Move the directory away (kafka_lake never writes into or removes a directory it did not make), or set kafka_lake.export_dir to another directory.")));
 	}
-	(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, tree), line, strlen(line), ERROR);
+	kl_export_mkdir_marked(tree, line);
 }
 
 /*
@@ -334,21 +346,6 @@ kl_export_clean_staging(const char *staging_root, const char *source)
 			kl_export_remove(path, source);
 	}
 	FreeDir(dir);
-}
-
-/*
- * kl_export_date_text
- *		YYYY-MM-DD of a finite date, whatever DateStyle says.
- */
-static char *
-kl_export_date_text(DateADT date)
-{
-	int			y,
-				m,
-				d;
-
-	j2date(date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
-	return psprintf("%04d-%02d-%02d", y, m, d);
 }
 
 /*
@@ -819,7 +816,8 @@ kl_export_run(const char *source, DateADT date, int64 row_group_rows, const char
 				 errdetail("%s", problem),
 				 errhint("Use an absolute path of its own, outside the data directory.")));
 	src = kl_source_lookup(source);
-	date_text = kl_export_date_text(date);
+	date_text = palloc(KL_DATE_TEXT_LEN);
+	kl_date_text(date, date_text);
 
 	kl_lock_export(src->source_id);
 	cs = kl_catalog_begin();
@@ -867,43 +865,7 @@ kl_export_run(const char *source, DateADT date, int64 row_group_rows, const char
 	{
 		KlExportPending pending = {0};
 
-		/* what killed exports left, then this call's staging directory */
-		(void) kl_export_mkdir(staging_root, ERROR);
-		if (!kl_export_is_ours(staging_root, src->source))
-			(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, staging_root), line,
-										strlen(line), ERROR);
-		kl_export_clean_staging(staging_root, src->source);
-		staging = psprintf("%s/%lld.%d.%d", staging_root, (long long) snap->snapshot_id, MyProcPid,
-						   list_length(kl_export_pending));
-		(void) kl_export_mkdir(staging, ERROR);
-		(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, staging), line, strlen(line), ERROR);
-
-		/* every file, durable in staging; an ERROR takes staging with it */
-		PG_TRY();
-		{
-			foreach(lc, tables)
-			{
-				KlExportTable *t = lfirst(lc);
-				char	   *dir = psprintf("%s/%s", staging, t->relation);
-
-				(void) kl_export_mkdir(dir, ERROR);
-				dir = psprintf("%s/business_date=%s", dir, date_text);
-				(void) kl_export_mkdir(dir, ERROR);
-				(void) kl_export_write_file(psprintf("%s/" KL_EXPORT_MARKER, dir), line, strlen(line), ERROR);
-				kl_export_table_file(t, psprintf("%s/%s", staging, t->file), row_group_rows,
-									 psprintf("%lld", (long long) snap->snapshot_id));
-				fsync_fname(dir, true);
-			}
-		}
-		PG_CATCH();
-		{
-			kl_export_remove(staging, src->source);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		kl_fault_point("export_after_write");
-
-		/* a date directory we did not make is never replaced */
+		/* a date directory we did not make is never replaced: refused first */
 		foreach(lc, tables)
 		{
 			KlExportTable *t = lfirst(lc);
@@ -917,8 +879,42 @@ kl_export_run(const char *source, DateADT date, int64 row_group_rows, const char
 						 errdetail("It carries no marker \"%s\" that reads \"%s\".",
 								   KL_EXPORT_MARKER, pnstrdup(line, strlen(line) - 1)),
 						 errhint("Move it away; nothing was replaced.")));
-			pending.relations = lappend(pending.relations, t->relation);
 		}
+
+		/* what killed exports left, then this call's staging directory */
+		if (!kl_export_is_ours(staging_root, src->source))
+			kl_export_mkdir_marked(staging_root, line);
+		kl_export_clean_staging(staging_root, src->source);
+		staging = psprintf("%s/%lld.%d.%d", staging_root, (long long) snap->snapshot_id, MyProcPid,
+						   list_length(kl_export_pending));
+		kl_export_mkdir_marked(staging, line);
+
+		/* every file, durable in staging; an ERROR takes staging with it */
+		PG_TRY();
+		{
+			foreach(lc, tables)
+			{
+				KlExportTable *t = lfirst(lc);
+				char	   *dir = psprintf("%s/%s", staging, t->relation);
+
+				(void) kl_export_mkdir(dir, ERROR);
+				dir = psprintf("%s/business_date=%s", dir, date_text);
+				kl_export_mkdir_marked(dir, line);
+				kl_export_table_file(t, psprintf("%s/%s", staging, t->file), row_group_rows,
+									 psprintf("%lld", (long long) snap->snapshot_id));
+				fsync_fname(dir, true);
+			}
+		}
+		PG_CATCH();
+		{
+			kl_export_remove(staging, src->source);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		kl_fault_point("export_after_write");
+
+		foreach(lc, tables)
+			pending.relations = lappend(pending.relations, ((KlExportTable *) lfirst(lc))->relation);
 		foreach(lc, old)
 			pending.old_relations = lappend(pending.old_relations, ((KlExportTable *) lfirst(lc))->relation);
 		pending.source = src->source;

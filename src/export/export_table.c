@@ -111,6 +111,8 @@ typedef struct KlExportColumn
 	KlExportKind kind;
 	int			precision;		/* KL_X_NUMERIC */
 	int			scale;
+	AttrNumber	attnum;			/* its position: the Parquet field id */
+	bool		notnull;		/* NOT NULL: a REQUIRED column */
 	FmgrInfo	out;			/* KL_X_OUTPUT: the type's output function */
 	bool		unconstrained;	/* numeric without a typmod: sized by a pass */
 } KlExportColumn;
@@ -196,6 +198,8 @@ kl_export_columns(Oid relid, const char *relname, int *ncolumns)
 		if (att->attisdropped || strcmp(NameStr(att->attname), "business_date") == 0)
 			continue;
 		c->name = pstrdup(NameStr(att->attname));
+		c->attnum = att->attnum;
+		c->notnull = att->attnotnull;
 		c->type = att->atttypid;
 		c->typmod = att->atttypmod;
 		if (c->type >= FirstNormalObjectId)
@@ -268,6 +272,19 @@ kl_export_columns(Oid relid, const char *relname, int *ncolumns)
 }
 
 /*
+ * kl_export_from
+ *		" FROM kafka_lake.<relation> WHERE <id_column> = $1": the snapshot's
+ *		rows, $1 its id as text.
+ */
+static char *
+kl_export_from(const KlExportTable *t)
+{
+	return psprintf(" FROM kafka_lake.%s WHERE %s OPERATOR(pg_catalog.=) $1::pg_catalog.text::%s",
+					quote_identifier(t->relation), quote_identifier(t->id_column),
+					strcmp(t->id_column, "snapshot_id") == 0 ? "pg_catalog.int8" : "pg_catalog.text");
+}
+
+/*
  * kl_export_size_numerics
  *		The first pass: the scale and integer digits of every numeric
  *		column's exported values, and whether one holds NaN or an infinity
@@ -298,9 +315,7 @@ kl_export_size_numerics(KlExportColumn *cols, int n, const KlExportTable *t)
 	}
 	if (k == 0)
 		return;
-	appendStringInfo(&q, " FROM kafka_lake.%s WHERE %s OPERATOR(pg_catalog.=) $1::pg_catalog.text::%s",
-					 quote_identifier(t->relation), quote_identifier(t->id_column),
-					 strcmp(t->id_column, "snapshot_id") == 0 ? "pg_catalog.int8" : "pg_catalog.text");
+	appendStringInfoString(&q, kl_export_from(t));
 	if (SPI_execute_with_args(q.data, 1, &argtype, &arg, NULL, false, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not size the numeric columns of kafka_lake.%s", t->relation);
@@ -331,14 +346,10 @@ kl_export_size_numerics(KlExportColumn *cols, int n, const KlExportTable *t)
 			continue;
 		c->scale = null_scale ? 0 : DatumGetInt32(scale);
 		c->precision = (null_digits ? 1 : DatumGetInt32(digits)) + c->scale;
-		if (c->precision > 38)
-		{
-			c->kind = KL_X_OUTPUT;
-			fmgr_info(F_NUMERIC_OUT, &c->out);
-		}
 	}
-	if (k > 0)
-		SPI_freetuptable(SPI_tuptable);
+	SPI_freetuptable(SPI_tuptable);
+
+	/* wider than a Parquet DECIMAL: the exact text */
 	for (int i = 0; i < n; i++)
 		if (cols[i].kind == KL_X_NUMERIC && cols[i].precision > 38)
 		{
@@ -353,20 +364,18 @@ kl_export_size_numerics(KlExportColumn *cols, int n, const KlExportTable *t)
  *		(1, 2, ...), stable for a table whose columns are only added to.
  */
 static KlPqColumn *
-kl_export_parquet_columns(const KlExportColumn *cols, int n, Relation rel)
+kl_export_parquet_columns(const KlExportColumn *cols, int n)
 {
 	KlPqColumn *pq = palloc0(sizeof(KlPqColumn) * n);
-	TupleDesc	desc = RelationGetDescr(rel);
 
 	for (int i = 0; i < n; i++)
 	{
 		const KlExportColumn *c = &cols[i];
 		KlPqColumn *p = &pq[i];
-		AttrNumber	attnum = get_attnum(RelationGetRelid(rel), c->name);
 
 		p->name = c->name;
-		p->field_id = attnum;
-		p->nullable = !TupleDescAttr(desc, attnum - 1)->attnotnull;
+		p->field_id = c->attnum;
+		p->nullable = !c->notnull;
 		switch (c->kind)
 		{
 			case KL_X_BOOL:
@@ -597,7 +606,6 @@ kl_export_table_file(KlExportTable *t, const char *path, int64 row_group_rows,
 {
 	int			ncols;
 	KlExportColumn *cols = kl_export_columns(t->relid, t->relation, &ncols);
-	Relation	rel;
 	KlPqColumn *pq;
 	KlPqWriter *w;
 	KlExportSink sink = {0};
@@ -611,17 +619,13 @@ kl_export_table_file(KlExportTable *t, const char *path, int64 row_group_rows,
 	bool	   *isnull = palloc(sizeof(bool) * ncols);
 
 	kl_export_size_numerics(cols, ncols, t);
-	rel = relation_open(t->relid, AccessShareLock);
-	pq = kl_export_parquet_columns(cols, ncols, rel);
-	relation_close(rel, AccessShareLock);
+	pq = kl_export_parquet_columns(cols, ncols);
 
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT ");
 	for (int i = 0; i < ncols; i++)
 		appendStringInfo(&q, "%s%s", i ? ", " : "", quote_identifier(cols[i].name));
-	appendStringInfo(&q, " FROM kafka_lake.%s WHERE %s OPERATOR(pg_catalog.=) $1::pg_catalog.text::%s",
-					 quote_identifier(t->relation), quote_identifier(t->id_column),
-					 strcmp(t->id_column, "snapshot_id") == 0 ? "pg_catalog.int8" : "pg_catalog.text");
+	appendStringInfoString(&q, kl_export_from(t));
 
 	sink.path = path;
 	sink.sha = kl_sha256_create();

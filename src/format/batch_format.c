@@ -108,6 +108,7 @@
 #include "base/digest.h"
 #include "base/json.h"
 #include "contract/contract.h"
+#include "contract/iso8601.h"
 #include "format/avro.h"
 #include "format/batch_format.h"
 
@@ -702,17 +703,17 @@ kl_batch_append_line(StringInfo buf, const KlRecord *r, const char *topic_json, 
 static void
 kl_append_date(StringInfo out, bool valid, DateADT date)
 {
-	int			y,
-				m,
-				d;
+	char		text[KL_DATE_TEXT_LEN];
 
 	if (!valid)
 	{
 		appendStringInfoString(out, "null");
 		return;
 	}
-	j2date(date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
-	appendStringInfo(out, "\"%04d-%02d-%02d\"", y, m, d);
+	kl_date_text(date, text);
+	appendStringInfoChar(out, '"');
+	appendStringInfoString(out, text);
+	appendStringInfoChar(out, '"');
 }
 
 /*

@@ -73,6 +73,7 @@
 #include "utils/timestamp.h"
 
 #include "base/digest.h"
+#include "contract/iso8601.h"
 #include "format/batch_format.h"
 #include "kl_catalog/catalog.h"
 #include "kl_catalog/catalog_lifecycle.h"
@@ -117,12 +118,10 @@ kl_corrupt_hint(const char *source)
 static char *
 kl_iso_date(DateADT date)
 {
-	int			y,
-				m,
-				d;
+	char	   *out = palloc(KL_DATE_TEXT_LEN);
 
-	j2date(date + POSTGRES_EPOCH_JDATE, &y, &m, &d);
-	return psprintf("%04d-%02d-%02d", y, m, d);
+	kl_date_text(date, out);
+	return out;
 }
 
 /*
