@@ -74,9 +74,19 @@ LANGUAGE sql AS $$
     'cycle_time_ms', 1200)::text, 'UTF8')
 $$;
 
--- kl_test.threads(): threads of the calling backend
+-- kl_test.threads(): threads of the calling backend that are still running.  A thread the
+-- backend has joined may stay listed in /proc/<pid>/task for a moment after the join (the
+-- kernel wakes the joiner in the thread's exit, before it unlists the task; seen under
+-- load): such a task carries PF_EXITING (0x4) in the flags of its stat line (field 9,
+-- the 7th after the command's closing parenthesis) and is not counted.
 CREATE FUNCTION kl_test.threads() RETURNS bigint
-LANGUAGE sql AS $$ SELECT count(*) FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') $$;
+LANGUAGE sql AS $$
+  SELECT count(*)
+  FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') tid,
+       LATERAL pg_read_file('/proc/' || pg_backend_pid() || '/task/' || tid || '/stat', 0, 4096, true) stat
+  WHERE stat IS NOT NULL
+    AND (split_part(substr(stat, length(stat) - strpos(reverse(stat), ')') + 3), ' ', 7)::bigint & 4) = 0
+$$;
 
 -- kl_test.landing(source): the landing directory of a source
 CREATE FUNCTION kl_test.landing(source text) RETURNS text
