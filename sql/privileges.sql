@@ -30,6 +30,7 @@ SELECT pg_temp.error_of(q)
   FROM (VALUES
     ($$SELECT kafka_lake.create_source('p_src', 'regress_p_srv', 'p.topic')$$),
     ($$SELECT kafka_lake.drop_source('p_src')$$),
+    ($$SELECT kafka_lake.set_partitions('p_src', '{0,1}')$$),
     ($$SELECT * FROM kafka_lake.land('p_src')$$),
     ($$SELECT * FROM kafka_lake.replay('p_src', 0, 0, 1)$$),
     ($$SELECT * FROM kafka_lake.recover('p_src')$$),
@@ -69,13 +70,13 @@ SET kafka_lake.fault_injection = '';
 
 -- EXECUTE on create_source or produce does not open a server: that takes USAGE on it
 CREATE SERVER regress_p_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '127.0.0.1:9');
-GRANT EXECUTE ON FUNCTION kafka_lake.create_source(text, text, text, text, text),
+GRANT EXECUTE ON FUNCTION kafka_lake.create_source(text, text, text, text, text, integer[]),
                           kafka_lake.produce(text, text, bytea, bytea, integer, interval) TO regress_kl_plain;
 SET ROLE regress_kl_plain;
 SELECT pg_temp.error_of($$SELECT kafka_lake.create_source('p_src', 'regress_p_srv', 'p.topic')$$);
 SELECT pg_temp.error_of($$SELECT kafka_lake.produce('regress_p_srv', 'p.topic', '\x00')$$);
 RESET ROLE;
-REVOKE ALL ON FUNCTION kafka_lake.create_source(text, text, text, text, text),
+REVOKE ALL ON FUNCTION kafka_lake.create_source(text, text, text, text, text, integer[]),
                        kafka_lake.produce(text, text, bytea, bytea, integer, interval) FROM regress_kl_plain;
 DROP SERVER regress_p_srv;
 

@@ -3,7 +3,8 @@
  * source.c
  *	  Sources: create_source() and drop_source(), which reach every
  *	  subsystem (the landing, the typed table, the bridge's silver and
- *	  golds), and set_compression(), how its new batches are stored.
+ *	  golds), set_compression(), how its new batches are stored, and
+ *	  set_partitions(), which of its topics' partitions this server lands.
  *
  * A source is a row of kafka_lake.sources, a directory under the landing
  * directory carrying this database's marker (landing_files.c), and the
@@ -26,6 +27,19 @@
  * under an advisory lock keyed by the group (locks.c) and against the
  * latest snapshot, so that concurrent calls cannot both take one group.
  *
+ * Partitions owned: a topic too big for one server is landed by several,
+ * each owning a disjoint set of its partitions (create_source(...,
+ * partitions => ...), set_partitions).  The set is the same for every topic
+ * of the source, kept ascending and without repeats in sources.partitions
+ * (NULL: every partition, as before 1.11).  Every server of a topic gives
+ * its source the same consumer group: then the group's committed offsets are
+ * shared, a new owner of a partition starts where the old one stopped, and
+ * two servers that land one partition meet the group-moved check (land.c)
+ * instead of landing it twice.  set_partitions locks the source's row FOR
+ * UPDATE, so it waits for every call landing the source, and a land() that
+ * starts after it reads the new set from the row it locks
+ * (kl_catalog_lock_source).
+ *
  * IDENTIFICATION
  *	  src/source.c
  *
@@ -36,8 +50,10 @@
 #include <sys/stat.h>
 
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -58,6 +74,7 @@
 PG_FUNCTION_INFO_V1(kafka_lake_create_source);
 PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
 PG_FUNCTION_INFO_V1(kafka_lake_set_compression);
+PG_FUNCTION_INFO_V1(kafka_lake_set_partitions);
 PG_FUNCTION_INFO_V1(kafka_lake_create_contract_1_3);
 
 /*
@@ -143,8 +160,81 @@ kl_topic_list(const char *given)
 }
 
 /*
+ * kl_partitions_arg
+ *		The partitions a function's int[] argument names, ascending, in *n;
+ *		NULL (and *n = 0) for a NULL argument: every partition.  Refused: an
+ *		empty or multi-dimensional array and a negative partition (22023), a
+ *		NULL element (22004), a partition named twice (22023).
+ */
+static int32 *
+kl_partitions_arg(FunctionCallInfo fcinfo, int argno, int *n)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int32	   *parts;
+	int			count;
+
+	*n = 0;
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return NULL;
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partitions must be a one-dimensional array"),
+				 errhint("Name the partitions as '{0,1,2}', or give NULL for every partition.")));
+	deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT, &elems, &nulls, &count);
+	if (count == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a source owns at least one partition"),
+				 errhint("Give NULL for every partition of the topic.")));
+	parts = palloc(sizeof(int32) * count);
+	for (int i = 0; i < count; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("partitions must not contain NULL"),
+					 errhint("Name each partition by its number, from 0.")));
+		parts[i] = DatumGetInt32(elems[i]);
+		if (parts[i] < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d is not a partition", parts[i]),
+					 errhint("Kafka numbers a topic's partitions from 0.")));
+	}
+	qsort(parts, count, sizeof(int32), kl_int32_cmp);
+	for (int i = 1; i < count; i++)
+	{
+		if (parts[i] == parts[i - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d is named twice", parts[i]),
+					 errhint("Name each partition the source owns once.")));
+	}
+	*n = count;
+	return parts;
+}
+
+/*
+ * kl_check_catalog_has_partitions
+ *		Owning some partitions needs a 1.11 catalog (sources.partitions).
+ */
+static void
+kl_check_catalog_has_partitions(void)
+{
+	if (!kl_catalog_has_partitions())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the kafka_lake catalog of this database is older than its library"),
+				 errhint("Run ALTER EXTENSION kafka_lake UPDATE.")));
+}
+
+/*
  * kafka_lake_create_source
- *		create_source(source, server, topic, group_id, contract): record a
+ *		create_source(source, server, topic, group_id, contract, partitions): record a
  *		source and create its foreign table kafka_lake.<source>_records.
  *
  *		The default group id names the database and the source
@@ -166,6 +256,8 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	ForeignServer *fs;
 	char	   *root;
 	const KlContract *c;
+	int32	   *partitions;
+	int			npartitions;
 
 	kl_check_not_null(fcinfo, 0, "source", "Name the new source, for example machine_events.");
 	kl_check_not_null(fcinfo, 1, "server", "Name a foreign server of the kafka_lake wrapper.");
@@ -177,6 +269,8 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	default_group = psprintf("kafka_lake.%s.%s", get_database_name(MyDatabaseId), source);
 	group_id = PG_ARGISNULL(3) ? default_group : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	contract = PG_ARGISNULL(4) ? "machine_event_v1" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	/* partitions: an argument of 1.11's create_source */
+	partitions = kl_partitions_arg(fcinfo, 5, &npartitions);
 
 	topic = kl_topic_list(topic);
 	fs = kl_get_server(server);
@@ -197,6 +291,8 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 	kl_lock_group_id(group_id);
 	kl_catalog_insert_source(source, fs->servername, topic, group_id, c->name, c->version,
 							 root, default_group);
+	if (npartitions > 0)
+		kl_catalog_set_partitions(kl_source_lookup(source), partitions, npartitions);
 	/* a source of that name is 42710 above; its tables must be free too */
 	kl_check_source_names_free(source);
 
@@ -309,6 +405,31 @@ kafka_lake_set_compression(PG_FUNCTION_ARGS)
 	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	kl_source_lock(src);
 	kl_catalog_set_compression(src, compression);
+	PG_RETURN_VOID();
+}
+
+/*
+ * kafka_lake_set_partitions
+ *		set_partitions(source, partitions): the partitions of the source's
+ *		topics this server lands from now on (NULL: every partition).  It
+ *		waits for every call that lands or bridges the source; what landed
+ *		of a partition given up stays landed and is read, bridged and
+ *		verified as before.
+ */
+Datum
+kafka_lake_set_partitions(PG_FUNCTION_ARGS)
+{
+	KlSource   *src;
+	int32	   *partitions;
+	int			n;
+
+	kl_check_not_null(fcinfo, 0, "source", NULL);
+	partitions = kl_partitions_arg(fcinfo, 1, &n);
+	kl_check_catalog_has_partitions();
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	kl_source_lock(src);
+	kl_catalog_lock_source_for_drop(src);
+	kl_catalog_set_partitions(src, partitions, n);
 	PG_RETURN_VOID();
 }
 

@@ -1407,8 +1407,9 @@ kafka_lake_produce(PG_FUNCTION_ARGS)
 
 /*
  * kafka_lake_lag
- *		lag(source, timeout): per partition, the group's committed offset,
- *		the high watermark and their difference, read from the broker.
+ *		lag(source, timeout): per partition the source owns, the group's
+ *		committed offset, the high watermark and their difference, read
+ *		from the broker.
  */
 Datum
 kafka_lake_lag(PG_FUNCTION_ARGS)
@@ -1449,6 +1450,9 @@ kafka_lake_lag(PG_FUNCTION_ARGS)
 			int64		low = lows[p],
 						high = highs[p];
 
+			/* another server's partition (set_partitions) is its lag */
+			if (!kl_source_owns(src, p))
+				continue;
 			values[0] = CStringGetTextDatum(topic);
 			values[1] = Int32GetDatum(p);
 			if (committed[p] >= 0)

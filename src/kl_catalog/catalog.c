@@ -252,6 +252,90 @@ kl_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values, int ex
 }
 
 /*
+ * kl_int32_cmp
+ *		qsort's and bsearch's order of int32s.
+ *
+ * kl_source_read_partitions
+ *		src->partitions from a value of sources.partitions (in the current
+ *		memory context).  The table's CHECK keeps it a one-dimensional,
+ *		non-empty array of partitions >= 0 without NULLs; they are kept in
+ *		ascending order here whatever order an edited row has, so that
+ *		kl_source_owns can search them.
+ */
+int
+kl_int32_cmp(const void *a, const void *b)
+{
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
+
+	return (x > y) - (x < y);
+}
+
+static void
+kl_source_read_partitions(KlSource *src, Datum value, bool isnull)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	src->partitions = NULL;
+	src->npartitions = 0;
+	if (isnull)
+		return;
+	arr = DatumGetArrayTypeP(value);
+	deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		return;
+	src->partitions = palloc(sizeof(int32) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i] || DatumGetInt32(elems[i]) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("source \"%s\" owns a partition that is not one", src->source),
+					 errhint("The catalog was edited: set the source's partitions with kafka_lake.set_partitions().")));
+		src->partitions[i] = DatumGetInt32(elems[i]);
+	}
+	qsort(src->partitions, n, sizeof(int32), kl_int32_cmp);
+	src->npartitions = n;
+}
+
+/*
+ * kl_source_owns
+ *		Does this server land partition p of the source's topics?  A source
+ *		without partitions (the default) owns every partition.
+ */
+bool
+kl_source_owns(const KlSource *src, int32 partition)
+{
+	if (src->npartitions == 0)
+		return true;
+	return bsearch(&partition, src->partitions, src->npartitions, sizeof(int32),
+				   kl_int32_cmp) != NULL;
+}
+
+/*
+ * kl_source_partitions_text
+ *		The partitions a source owns as an array literal ({0,2,5}), for
+ *		messages; "every partition" when it owns them all.
+ */
+char *
+kl_source_partitions_text(const KlSource *src)
+{
+	StringInfoData buf;
+
+	if (src->npartitions == 0)
+		return pstrdup("every partition");
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < src->npartitions; i++)
+		appendStringInfo(&buf, "%s%d", i ? "," : "", src->partitions[i]);
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/*
  * kl_source_lookup
  *		The source of that name; ERROR when there is none.
  */
@@ -266,9 +350,10 @@ kl_source_lookup(const char *name)
 
 	cs = kl_catalog_begin();
 	kl_spi_exec(psprintf("SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
-						 " landing_dir, %s, %s FROM kafka_lake.sources WHERE source = $1",
+						 " landing_dir, %s, %s, %s FROM kafka_lake.sources WHERE source = $1",
 						 kl_catalog_has_contracts() ? "contract_version" : "1",
-						 kl_catalog_has_compression() ? "compression" : "'none'"),
+						 kl_catalog_has_compression() ? "compression" : "'none'",
+						 kl_catalog_has_partitions() ? "partitions" : "NULL::integer[]"),
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -301,6 +386,11 @@ kl_source_lookup(const char *name)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("source \"%s\" has a compression kafka_lake does not know", src->source),
 					 errhint("The catalog was edited: set it with kafka_lake.set_compression().")));
+		{
+			Datum		partitions = SPI_getbinval(tup, desc, 11, &isnull);
+
+			kl_source_read_partitions(src, partitions, isnull);
+		}
 		MemoryContextSwitchTo(old);
 	}
 	kl_catalog_end(cs);
@@ -494,8 +584,13 @@ kl_catalog_lock_source(KlSource *src)
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(src->source_id)};
 
+	MemoryContext caller = CurrentMemoryContext;
+	bool		has_partitions = kl_catalog_has_partitions();
+
 	cs = kl_catalog_begin();
-	kl_spi_exec("SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 FOR KEY SHARE",
+	kl_spi_exec(has_partitions ?
+				"SELECT partitions FROM kafka_lake.sources WHERE source_id = $1 FOR KEY SHARE" :
+				"SELECT 1 FROM kafka_lake.sources WHERE source_id = $1 FOR KEY SHARE",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -505,6 +600,19 @@ kl_catalog_lock_source(KlSource *src)
 				 errmsg("source \"%s\" does not exist", src->source),
 				 errdetail("It was dropped while this call waited for it."),
 				 errhint("The existing sources are listed in kafka_lake.sources.")));
+	}
+	/*
+	 * The locked row is the newest version: a set_partitions() this call
+	 * waited for (it locks the row FOR UPDATE) is what the call owns.
+	 */
+	if (has_partitions)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(caller);
+
+		kl_source_read_partitions(src, d, isnull);
+		MemoryContextSwitchTo(old);
 	}
 	kl_catalog_end(cs);
 }
@@ -771,7 +879,8 @@ kl_catalog_create_records_table(const char *source, const char *server, const ch
 
 /*
  * kl_catalog_lock_source_for_drop
- *		drop_source's lock on the source's row (FOR UPDATE): wait for every
+ *		drop_source's (and set_partitions') lock on the source's row (FOR
+ *		UPDATE): wait for every
  *		transaction that holds it FOR KEY SHARE (kl_catalog_lock_source),
  *		keep new ones out.  ERROR if another session dropped it meanwhile.
  */
@@ -1406,6 +1515,45 @@ bool
 kl_catalog_has_compression(void)
 {
 	return get_attnum(kl_catalog_relid("sources"), "compression") != InvalidAttrNumber;
+}
+
+/*
+ * kl_catalog_has_partitions
+ *		Does the catalog record the partitions a source owns (1.11 on)?
+ *		Without it every source owns every partition.
+ */
+bool
+kl_catalog_has_partitions(void)
+{
+	return get_attnum(kl_catalog_relid("sources"), "partitions") != InvalidAttrNumber;
+}
+
+/*
+ * kl_catalog_set_partitions
+ *		Store the partitions a source owns (n of them, ascending; n = 0:
+ *		every partition, NULL).
+ */
+void
+kl_catalog_set_partitions(KlSource *src, const int32 *partitions, int n)
+{
+	Oid			types[2] = {INT4OID, INT4ARRAYOID};
+	Datum		values[2] = {Int32GetDatum(src->source_id), (Datum) 0};
+	char		nulls[2] = {' ', n == 0 ? 'n' : ' '};
+	KlCatalogSave cs;
+
+	if (n > 0)
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * n);
+
+		for (int i = 0; i < n; i++)
+			elems[i] = Int32GetDatum(partitions[i]);
+		values[1] = PointerGetDatum(construct_array(elems, n, INT4OID, sizeof(int32), true,
+													TYPALIGN_INT));
+	}
+	cs = kl_catalog_begin();
+	kl_spi_exec("UPDATE kafka_lake.sources SET partitions = $2 WHERE source_id = $1",
+				2, types, values, nulls, SPI_OK_UPDATE);
+	kl_catalog_end(cs);
 }
 
 /*

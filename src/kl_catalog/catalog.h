@@ -41,6 +41,13 @@ typedef struct KlSource
 	char	   *dir;			/* <landing root>/<source> */
 	int			compression;	/* KL_COMPRESS_* of new batches (none in a
 								 * catalog without sources.compression) */
+	/*
+	 * The partitions this server lands of each topic (sources.partitions,
+	 * ascending), npartitions of them; 0: every partition (NULL in the
+	 * catalog, and a catalog without the column).  See kl_source_owns.
+	 */
+	int32	   *partitions;
+	int			npartitions;
 } KlSource;
 
 /* Bounds on the batches and files a reader needs */
@@ -124,6 +131,11 @@ extern bool kl_catalog_has_manifest_checks(void);
 extern bool kl_catalog_has_lifecycle(void);
 extern bool kl_catalog_has_reduction(void);
 extern bool kl_catalog_has_compression(void);
+extern bool kl_catalog_has_partitions(void);
+extern int	kl_int32_cmp(const void *a, const void *b);
+extern bool kl_source_owns(const KlSource *src, int32 partition);
+extern char *kl_source_partitions_text(const KlSource *src);
+extern void kl_catalog_set_partitions(KlSource *src, const int32 *partitions, int n);
 extern void kl_catalog_set_compression(KlSource *src, int compression);
 extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,
 									const KlRecord *recs, int n);

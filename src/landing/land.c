@@ -1438,6 +1438,12 @@ kl_group_moved_error(KlLandCall *call, int64 group_offset, int64 ours)
 			 errdetail("Someone else commits to this group: another consumer, or a kafka_lake source of another database%s. "
 					   "Landing from the group's offset would skip those records, so this partition was left as it was.",
 					   others ? psprintf(" (in this database: source %s)", others) : ""),
+			 src->npartitions > 0 ?
+			 errhint("Source \"%s\" owns partitions %s: another server that lands this topic with the same group may own partition %d too. "
+					 "Give each partition one owner (kafka_lake.set_partitions() on each server); "
+					 "if the partition moved here, the other server landed offsets %lld to %lld.",
+					 src->source, kl_source_partitions_text(src), call->partition,
+					 (long long) ours, (long long) (group_offset - 1)) :
 			 errhint("Give each consumer its own group: drop the source (keeping its landing) and create it again with another group_id; "
 					 "the new source adopts the landed batches. To land the offsets the group skipped, call %s.",
 					 kl_replay_call(src, call->partition, ours, group_offset - 1))));
@@ -1665,7 +1671,7 @@ kl_read_ahead(KlLandCall *call, const int64 *committed, int32 p)
 		int64		start = committed[q] >= 0 ? Max(committed[q], call->low[q]) : call->low[q];
 		double		bytes = (double) (call->high[q] - start) * avg;
 
-		if (call->high[q] <= start)
+		if (call->high[q] <= start || !kl_source_owns(call->src, q))
 			continue;
 		/* a small partition, whose first fetch weighs more than its records */
 		if (call->high[q] - start > kl_batch_max_records / 8 || bytes > budget)
@@ -1676,12 +1682,28 @@ kl_read_ahead(KlLandCall *call, const int64 *committed, int32 p)
 }
 
 /*
+ * kl_mark_not_owned
+ *		A partition the source does not own (set_partitions) is not landed up
+ *		to a mark: its mark is what this server landed of it (and the
+ *		partition loop takes it as reached), so that a closing certifies and bridges exactly that (all
+ *		of it, or nothing for a partition it never landed).
+ */
+static int64
+kl_mark_not_owned(KlSource *src, int32 p)
+{
+	KlPartitionState st;
+
+	kl_catalog_partition_state(src, p, &st);
+	return st.remembered;
+}
+
+/*
  * kl_land_partitions
  *		The partition loop of land(), and of kl_land_to_marks (behind set:
  *		every partition is visited, and one another session is landing is
- *		waited for, until the deadline, rather than skipped).  Afterwards,
- *		what source_status shows of every partition this call owned is
- *		recorded.
+ *		waited for, until the deadline, rather than skipped).  Partitions
+ *		the source does not own are passed over.  Afterwards, what
+ *		source_status shows of every partition this call owned is recorded.
  */
 static void
 kl_land_partitions(KlLandCall *call, const int64 *committed, KlBehindReason *behind)
@@ -1697,6 +1719,12 @@ kl_land_partitions(KlLandCall *call, const int64 *committed, KlBehindReason *beh
 
 			if (behind == NULL && (call->stop || GetCurrentTimestamp() >= call->deadline))
 				break;
+			if (!kl_source_owns(call->src, p))
+			{
+				if (behind != NULL)
+					call->reached[p] = call->marks[p];
+				continue;
+			}
 			call->partition = p;
 			call->committed = committed[p];
 			if (behind != NULL)
@@ -1888,6 +1916,11 @@ kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
 										   call.high, m->marks + base, call.deadline);
 			else
 				memcpy(m->marks + base, call.high, sizeof(int64) * n);
+			for (int p = 0; p < n; p++)
+			{
+				if (!kl_source_owns(call.src, p))
+					m->marks[base + p] = kl_mark_not_owned(call.src, p);
+			}
 			call.reached = m->reached + base;
 			call.last_offset = m->last_offset + base;
 			call.last_timestamp_ms = m->last_timestamp_ms + base;
@@ -1918,6 +1951,23 @@ kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+}
+
+/*
+ * kl_check_owned
+ *		replay() of a partition this server does not land (set_partitions)
+ *		would land, a second time, records another server owns: refused.
+ */
+static void
+kl_check_owned(const KlSource *src, int32 p)
+{
+	if (!kl_source_owns(src, p))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("source \"%s\" does not own partition %d", src->source, p),
+				 errdetail("It lands partitions %s of its topics; another server lands the others.",
+						   kl_source_partitions_text(src)),
+				 errhint("Replay the partition on the server that owns it, or take it over first with kafka_lake.set_partitions().")));
 }
 
 /*
@@ -1977,6 +2027,7 @@ kafka_lake_replay(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("partition %d does not exist: topic \"%s\" has %d partitions",
 						p, call.src->topic, nparts)));
+	kl_check_owned(call.src, p);
 	call.partition = p;
 	committed = palloc(sizeof(int64) * nparts);
 	kl_kafka_committed(call.kk, call.src->topic, nparts, committed, call.deadline);
@@ -2062,7 +2113,7 @@ kl_replay_topic_by_time(KlLandCall *vcall, int32 only, const int64 *committed,
 	{
 		for (int p = 0; p < vcall->nparts; p++)
 		{
-			if (only >= 0 && p != only)
+			if ((only >= 0 && p != only) || !kl_source_owns(vcall->src, p))
 				continue;
 			vcall->partition = p;
 			vcall->committed = committed[p] >= 0 ? committed[p] : -1;
@@ -2172,6 +2223,7 @@ kafka_lake_replay_by_time(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition %d does not exist: topic \"%s\" has %d partitions",
 							only, call.src->topic, nparts)));
+		kl_check_owned(call.src, only);
 	}
 	for (int t = 0; t < call.source->ntopics; t++)
 	{
