@@ -262,6 +262,43 @@ kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark, char *ba
 }
 
 /*
+ * kl_catalog_closing_owned_matches
+ *		Does certificate closing_id say of each partition that the source
+ *		owned it exactly as src owns it now (set_partitions)?  Always, in a
+ *		catalog without owned partitions.
+ */
+bool
+kl_catalog_closing_owned_matches(int64 closing_id, const KlSource *src)
+{
+	Oid			types[2] = {INT8OID, INT4ARRAYOID};
+	Datum		values[2] = {Int64GetDatum(closing_id), (Datum) 0};
+	char		nulls[2] = {' ', src->npartitions == 0 ? 'n' : ' '};
+	KlCatalogSave cs;
+	bool		isnull;
+	bool		matches;
+
+	if (!kl_catalog_has_partitions())
+		return true;
+	if (src->npartitions > 0)
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * src->npartitions);
+
+		for (int i = 0; i < src->npartitions; i++)
+			elems[i] = Int32GetDatum(src->partitions[i]);
+		values[1] = PointerGetDatum(construct_array(elems, src->npartitions, INT4OID,
+													sizeof(int32), true, TYPALIGN_INT));
+	}
+	cs = kl_catalog_begin();
+	kl_spi_exec_or_fail("SELECT NOT EXISTS (SELECT 1 FROM kafka_lake.date_closing_partitions"
+						"  WHERE closing_id = $1"
+						"    AND owned IS DISTINCT FROM ($2 IS NULL OR partition = ANY ($2)))",
+						2, types, values, nulls, SPI_OK_SELECT, "read the certificate's partitions");
+	matches = DatumGetBool(kl_spi_col(0, 1, &isnull));
+	kl_catalog_end(cs);
+	return matches;
+}
+
+/*
  * kl_catalog_record_closing
  *		Record a certificate with its partitions, in place of the date's
  *		certificate in effect (superseded by it).  Returns its closing_id.
@@ -269,10 +306,12 @@ kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark, char *ba
 int64
 kl_catalog_record_closing(const KlClosing *c)
 {
-	Oid			types[12] = {INT8OID, INT4OID, DATEOID, INT8OID, TEXTOID, INT4OID,
-	TIMESTAMPTZOID, TEXTOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID};
-	Datum		values[12];
-	char		nulls[12] = "            ";
+	Oid			types[13] = {INT8OID, INT4OID, DATEOID, INT8OID, TEXTOID, INT4OID,
+	TIMESTAMPTZOID, TEXTOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, BOOLARRAYOID};
+	Datum		values[13];
+	char		nulls[13] = "             ";
+	Datum	   *owned = palloc(sizeof(Datum) * Max(c->nparts, 1));
+	bool		has_owned = kl_catalog_has_partitions();
 	Datum	   *through = palloc(sizeof(Datum) * Max(c->nparts, 1));
 	Datum	   *topics = palloc(sizeof(Datum) * Max(c->nparts, 1));
 	Datum	   *parts = palloc(sizeof(Datum) * Max(c->nparts, 1));
@@ -292,6 +331,7 @@ kl_catalog_record_closing(const KlClosing *c)
 		stamp_nulls[p] = (c->through_timestamp_ms[p] < 0);
 		topics[p] = CStringGetTextDatum(c->slot_topic[p]);
 		parts[p] = Int32GetDatum(c->slot_partition[p]);
+		owned[p] = BoolGetDatum(c->slot_owned == NULL || c->slot_owned[p]);
 	}
 
 	cs = kl_catalog_begin();
@@ -318,6 +358,8 @@ kl_catalog_record_closing(const KlClosing *c)
 													false, TYPALIGN_INT));
 	values[11] = PointerGetDatum(construct_md_array(parts, NULL, 1, dims, lbs, INT4OID, 4,
 													true, TYPALIGN_INT));
+	values[12] = PointerGetDatum(construct_md_array(owned, NULL, 1, dims, lbs, BOOLOID, 1,
+													true, TYPALIGN_CHAR));
 
 	/*
 	 * The certificate in effect is superseded by the new one: it steps down
@@ -344,15 +386,22 @@ kl_catalog_record_closing(const KlClosing *c)
 							2, ptypes, pvalues, NULL, SPI_OK_UPDATE, "update kafka_lake.date_closings");
 	}
 	/* a catalog before 1.6 has no topic column: its sources have one topic */
+	/*
+	 * A catalog before 1.6 has no topic column (its sources have one topic),
+	 * one before 1.11 no owned column (its sources own every partition).
+	 */
 	kl_spi_exec_or_fail(psprintf("INSERT INTO kafka_lake.date_closing_partitions (closing_id, %spartition,"
-								 " through_offset, through_timestamp_ms)"
-								 " SELECT $1, %su.partition, u.through, u.stamp"
+								 " through_offset, through_timestamp_ms%s)"
+								 " SELECT $1, %su.partition, u.through, u.stamp%s"
 								 " FROM ROWS FROM (pg_catalog.unnest($9), pg_catalog.unnest($10),"
-								 "                 pg_catalog.unnest($11), pg_catalog.unnest($12))"
-								 "   AS u(through, stamp, topic, partition)",
+								 "                 pg_catalog.unnest($11), pg_catalog.unnest($12),"
+								 "                 pg_catalog.unnest($13))"
+								 "   AS u(through, stamp, topic, partition, owned)",
 								 kl_catalog_has_topic_lists() ? "topic, " : "",
-								 kl_catalog_has_topic_lists() ? "u.topic, " : ""),
-						12, types, values, nulls, SPI_OK_INSERT, "record the certificate's partitions");
+								 has_owned ? ", owned" : "",
+								 kl_catalog_has_topic_lists() ? "u.topic, " : "",
+								 has_owned ? ", u.owned" : ""),
+						13, types, values, nulls, SPI_OK_INSERT, "record the certificate's partitions");
 	kl_catalog_end(cs);
 	return closing_id;
 }

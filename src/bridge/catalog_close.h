@@ -54,6 +54,8 @@ typedef struct KlClosing
 	int32	   *slot_partition; /* per slot: its partition, from 0 per topic */
 	int64	   *through_offset; /* per slot; -1 where it has no row */
 	int64	   *through_timestamp_ms;	/* per slot; -1: none */
+	bool	   *slot_owned;		/* per slot: the source owned the partition
+								 * at the closing (NULL: every slot) */
 } KlClosing;
 
 extern int	kl_closing_slot(const KlClosing *c, const char *topic, int32 partition);
@@ -65,6 +67,7 @@ extern void kl_catalog_mark_reopened(int64 closing_id, int64 snapshot_id);
 extern bool kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark,
 										char *batch_id);
 extern int64 kl_catalog_record_closing(const KlClosing *c);
+extern bool kl_catalog_closing_owned_matches(int64 closing_id, const KlSource *src);
 extern KlClosing *kl_catalog_closing(int64 closing_id);
 extern List *kl_catalog_closings_in_effect(void);
 

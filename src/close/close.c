@@ -34,8 +34,9 @@
  *	   only what lies below the marks: events at or past a mark are late by
  *	   definition, whether or not they have landed yet;
  *	4. the certificate (catalog_close.c): when the selection is the one the
- *	   date's current snapshot already closed, nothing changes and the
- *	   existing certificate is returned ("already_closed").  Otherwise the
+ *	   date's current snapshot already closed, and the source owns the
+ *	   partitions the certificate says it owned (set_partitions), nothing
+ *	   changes and the existing certificate is returned ("already_closed").  Otherwise the
  *	   date gets a 'closed' snapshot: a new run when the input is new, or,
  *	   when a run processed that input already (the current provisional or
  *	   reopened snapshot, or an earlier one), a copy of that run's gold under
@@ -421,7 +422,8 @@ kl_close_date_call(FunctionCallInfo fcinfo)
 	/* step 4 */
 	kl_catalog_date_state(b->src->source_id, cc.date, &st);
 	if (st.has_current && st.has_closing && strcmp(st.closing_status, "closed") == 0 &&
-		strcmp(st.source_hash, b->source_hash) == 0)
+		strcmp(st.source_hash, b->source_hash) == 0 &&
+		kl_catalog_closing_owned_matches(st.closing_id, m->src))
 	{
 		kl_bridge_drop_temp(b);
 		return kl_close_result(fcinfo, kl_catalog_closing(st.closing_id), "already_closed");
@@ -476,11 +478,13 @@ kl_close_date_call(FunctionCallInfo fcinfo)
 	c.through_offset = m->marks;
 	c.slot_partition = m->slot_partition;
 	c.slot_topic = palloc(sizeof(char *) * Max(m->nparts, 1));
+	c.slot_owned = palloc(sizeof(bool) * Max(m->nparts, 1));
 	c.through_timestamp_ms = palloc(sizeof(int64) * Max(m->nparts, 1));
 	for (int slot = 0; slot < m->nparts; slot++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		c.slot_topic[slot] = m->src->topics[m->slot_topic[slot]];
+		c.slot_owned[slot] = kl_source_owns(m->src, m->slot_partition[slot]);
 		c.through_timestamp_ms[slot] = kl_close_through_timestamp(m, slot);
 	}
 	return kl_close_result(fcinfo, kl_catalog_closing(kl_catalog_record_closing(&c)), "closed");

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# test/t/101_coordinator.sh: a coordinator database reads a topic landed by two shards as one,
+# through postgres_fdw, and certifies its dates across them.  Three databases of the test
+# cluster stand for two shards (one consumer group, disjoint partitions) and a server that lands
+# the whole topic alone; a fourth is the coordinator (kafka_lake and postgres_fdw, no landing).
+# Checked: attach_shards() makes kafka_lake.<source>_records, _events and _silver over both
+# shards, whose rows are the single server's (the events of a date, silver's units per line
+# and product), read concurrently (Async Foreign Scan, the date pushed down);
+# shard_partitions() shows one owner per partition; certify_shards() refuses a date a shard has
+# not closed (55000, naming it) and a shard that does not answer (08006, naming it, nothing
+# recorded), certifies a date both closed with the combined source_hash (SHA-256 of the sorted
+# shard hashes), is unchanged when called again, and refuses a date where a third shard with
+# another consumer group landed a partition another one owns: two owners, and once one of them
+# closed again without it, the same offsets landed twice.  detach_shards() forgets it all.  Needs the broker.
+source "$(dirname "$0")/../lib/tap.sh"
+plan 17
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+topic=coord101.events
+group=kafka_lake.shards101.events
+a=kl_co101_a
+b=kl_co101_b
+x=kl_co101_x
+one=kl_co101_one
+co=kl_co101_coord
+
+"$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$topic" 4 >/dev/null
+fill() { "$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --partitions 4 "$@" >/dev/null 2>&1; }
+for d in $a $b $x $one $co; do
+	q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $d" -c "CREATE DATABASE $d" >/dev/null
+	q -d $d -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+done
+# each shard its own landing directory, as on servers of their own (the same source name on each)
+for d in $a $b $x $one; do
+	rm -rf "$KL_TMP/landing.$d" && mkdir -p "$KL_TMP/landing.$d" && chown postgres "$KL_TMP/landing.$d"
+	q -d postgres -c "ALTER DATABASE $d SET kafka_lake.landing_dir = '$KL_TMP/landing.$d'" >/dev/null
+	q -d $d -c "CREATE SERVER co101 FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP')" >/dev/null
+done
+q -d $a -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', group_id => '$group', partitions => '{0,1}')" >/dev/null
+q -d $b -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', group_id => '$group', partitions => '{2,3}')" >/dev/null
+q -d $one -c "SELECT kafka_lake.create_source('orders_one', 'co101', '$topic')" >/dev/null
+q -d $co >/dev/null <<SQL
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER shard_a FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$PGHOST', port '$PGPORT', dbname '$a');
+CREATE SERVER shard_b FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$PGHOST', port '$PGPORT', dbname '$b');
+CREATE SERVER shard_x FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$PGHOST', port '$PGPORT', dbname '$x');
+CREATE USER MAPPING FOR CURRENT_USER SERVER shard_a OPTIONS (user '$PGUSER');
+CREATE USER MAPPING FOR CURRENT_USER SERVER shard_b OPTIONS (user '$PGUSER');
+CREATE USER MAPPING FOR CURRENT_USER SERVER shard_x OPTIONS (user '$PGUSER');
+SQL
+
+fill --count 400 --start 1 --date 2026-08-04
+for d in $a $b; do q -d $d -c "SELECT * FROM kafka_lake.land('orders')" -c "SELECT * FROM kafka_lake.bridge('orders', '2026-08-04')" >/dev/null; done
+q -d $one -c "SELECT * FROM kafka_lake.land('orders_one')" -c "SELECT * FROM kafka_lake.close_date('orders_one', '2026-08-04')" >/dev/null
+
+is "$(q -d $co -c "SELECT string_agg(shard || ':' || shard_number || ':' || partitions::text || ':' || relations, ' ' ORDER BY shard_number)
+                   FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b'])")" \
+	"shard_a:1:{0,1}:8 shard_b:2:{2,3}:8" "attach_shards: two shards, their partitions, eight foreign tables each"
+is "$(q -d $co -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04'")" \
+	"$(q -d $one -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_one_events WHERE business_date = '2026-08-04'")" \
+	"the coordinator's orders_events of the date are the single server's events"
+is "$(q -d $co -c "SELECT string_agg(shard || ':' || n, ',' ORDER BY shard) FROM (SELECT shard, count(*) n FROM kafka_lake.orders_records GROUP BY shard) r")" \
+	"shard_a:200,shard_b:200" "orders_records says which shard holds each record"
+plan_text=$(q -d $co -c "EXPLAIN (VERBOSE) SELECT count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04'")
+is "$(echo "$plan_text" | grep -c "Async Foreign Scan")" 2 "the shards are read concurrently: an Async Foreign Scan each"
+is "$(echo "$plan_text" | grep -c "Remote SQL: .* WHERE ((business_date = '2026-08-04'))")" 2 "with the date pushed down to each"
+is "$(q -d $co -c "SELECT string_agg(concat_ws('/', plant_id, line_id, product_code) || ':' || u, ',' ORDER BY 1)
+                   FROM (SELECT plant_id, line_id, product_code, sum(units_produced) u FROM kafka_lake.orders_silver
+                          WHERE business_date = '2026-08-04' GROUP BY 1, 2, 3) g")" \
+	"$(q -d $one -c "SELECT string_agg(concat_ws('/', plant_id, line_id, product_code) || ':' || units_produced, ',' ORDER BY 1)
+                    FROM kafka_lake.gold_current WHERE source = 'orders_one' AND business_date = '2026-08-04'")" \
+	"silver of the shards' current snapshots, summed per line and product, gives the single server's gold"
+is "$(q -d $co -c "SELECT string_agg(partition || ':' || status || ':' || array_to_string(owners, '+'), ',' ORDER BY partition) FROM kafka_lake.shard_partitions('orders')")" \
+	"0:owned:shard_a,1:owned:shard_a,2:owned:shard_b,3:owned:shard_b" "shard_partitions: one owner each"
+
+err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-04')" 2>&1 >/dev/null)
+like "$err" 'shard "shard_a" has not closed it' "certify_shards refuses a date the shards have not closed, naming the first"
+for d in $a $b; do q -d $d -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-04')" >/dev/null; done
+combined=$(for d in $a $b; do q -d $d -c "SELECT source_hash FROM kafka_lake.date_closings WHERE business_date = '2026-08-04' AND status = 'closed'"; done | LC_ALL=C sort | sha256sum | cut -d' ' -f1)
+is "$(q -d $co -c "SELECT DISTINCT status || ' ' || combined_hash FROM kafka_lake.certify_shards('orders', '2026-08-04')")" \
+	"certified $combined" "both closed: certified, the combined hash the SHA-256 of the sorted shard hashes, one per line"
+is "$(q -d $co -c "SELECT sum(selected_events) FROM kafka_lake.certify_shards('orders', '2026-08-04')") $(q -d $co -c "SELECT DISTINCT status FROM kafka_lake.certify_shards('orders', '2026-08-04')")" \
+	"$(q -d $one -c "SELECT selected_events FROM kafka_lake.date_closings WHERE business_date = '2026-08-04' AND status = 'closed'") unchanged" \
+	"its events are the single server's; certified again, unchanged"
+
+q -d $co -c "ALTER SERVER shard_b OPTIONS (SET port '1')" >/dev/null
+err=$(q -d $co -c "\\set VERBOSITY verbose" -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-04')" 2>&1 >/dev/null)
+like "$err" '08006: shard "shard_b" of source "orders" does not answer' "a shard that does not answer: 08006, naming it"
+q -d $co -c "ALTER SERVER shard_b OPTIONS (SET port '$PGPORT')" >/dev/null
+is "$(q -d $co -c "SELECT count(*) FROM kafka_lake.shard_certificates WHERE source = 'orders'")" 1 "and nothing was recorded"
+
+# a third shard, given its own consumer group, lands partition 3 that shard_b owns
+q -d $x -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', partitions => '{3}')" >/dev/null
+fill --count 400 --start 1001 --date 2026-08-05
+for d in $a $b $x; do q -d $d -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-05')" >/dev/null; done
+q -d $co -c "SELECT kafka_lake.detach_shards('orders')" -c "SELECT * FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b', 'shard_x'])" >/dev/null
+is "$(q -d $co -c "SELECT status || ':' || array_to_string(owners, '+') FROM kafka_lake.shard_partitions('orders') WHERE partition = 3")" \
+	"overlap:shard_b+shard_x" "shard_partitions shows two owners of partition 3"
+err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-05')" 2>&1 >/dev/null)
+like "$err" 'partition 3 of topic "coord101.events" has two owners' "certify_shards refuses the date: partition 3 has two owners"
+q -d $b -c "SELECT kafka_lake.set_partitions('orders', '{2}')" -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-05')" >/dev/null
+err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-05')" 2>&1 >/dev/null)
+like "$err" 'shards "shard_b" and "shard_x" both landed offsets 100 to 199 of partition 3' \
+	"shard_b closes again without partition 3: one owner each now, but both landed its records of the date: refused"
+is "$(q -d $co -c "SELECT kafka_lake.detach_shards('orders')" -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'kafka_lake'::regnamespace AND relname LIKE 'orders\\_%'")" \
+	"
+0" "detach_shards removes the views and foreign tables"
+is "$(q -d $co -c "SELECT count(*) FROM kafka_lake.shard_certificates WHERE source = 'orders' AND status = 'certified'")" 1 "the certificate stays"
+
+for d in $a $b $x $one $co; do q -d postgres -c "DROP DATABASE $d" >/dev/null; done
+for d in $a $b $x $one; do rm -rf "$KL_TMP/landing.$d"; done
