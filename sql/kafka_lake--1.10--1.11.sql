@@ -213,6 +213,7 @@ CREATE TABLE kafka_lake.shards (
     remote_source    text NOT NULL,      -- the source's name on the shard
     remote_source_id integer NOT NULL,
     silver_table     text NOT NULL,      -- the source's silver table on the shard
+    gold_views       text[] NOT NULL DEFAULT '{}',  -- the combined golds made (the same on each row)
     attached_by      text NOT NULL DEFAULT current_user,
     attached_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
     PRIMARY KEY (source, shard_number),
@@ -241,6 +242,17 @@ COMMENT ON TABLE kafka_lake.shard_certificates IS
 SELECT pg_catalog.pg_extension_config_dump('kafka_lake.shard_certificates', '');
 SELECT pg_catalog.pg_extension_config_dump('kafka_lake.shard_certificates_certificate_id_seq', '');
 
+-- An average or ratio of a declared gold from its parts, rounded as the bridge rounds it; what a
+-- coordinator's combined gold computes its averages and ratios with.  It reads nothing of the
+-- database: PUBLIC may execute it (every reader of a combined gold does).
+CREATE FUNCTION kafka_lake.metric_quotient(numerator numeric, denominator numeric, round integer,
+                                           rounding text DEFAULT 'half_up', integers boolean DEFAULT false)
+RETURNS numeric
+AS 'MODULE_PATHNAME', 'kafka_lake_metric_quotient'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION kafka_lake.metric_quotient(numeric, numeric, integer, text, boolean) IS
+  'numerator / denominator rounded to round decimals as a declared gold rounds it (half_up, or python: of the double quotient); NULL for a zero denominator';
+
 -- the relations attach_shards() makes for a source (foreign tables, views)
 CREATE FUNCTION kafka_lake.shard_relations(source text, shard_number integer)
 RETURNS text[]
@@ -249,7 +261,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT ARRAY(SELECT format('%s_s%s_%s', source, shard_number, t)
                  FROM unnest(ARRAY['records', 'events', 'silver', 'sources', 'snapshots',
-                                   'closings', 'closing_partitions', 'batches']) t)
+                                   'closings', 'closing_partitions', 'batches', 'golds']) t)
 $$;
 REVOKE ALL ON FUNCTION kafka_lake.shard_relations(text, integer) FROM PUBLIC;
 
@@ -277,6 +289,20 @@ DECLARE
     rel      text;
     made     integer;
     branches text[];
+    g        record;
+    m        record;
+    k        integer;
+    gview    text;
+    views    text[] := '{}';
+    exprs    text[];
+    kinds    text[];
+    ints     boolean[];
+    op       text;
+    field    text;
+    is_int   boolean;
+    expr     text;
+    num      text;
+    den      text;
 BEGIN
     IF attach_shards.source IS NULL OR attach_shards.shards IS NULL THEN
         RAISE EXCEPTION 'source and shards must not be null'
@@ -324,7 +350,7 @@ BEGIN
             END IF;
         END LOOP;
         -- the shard's catalog first: the source's id, contract and partitions
-        EXECUTE format('IMPORT FOREIGN SCHEMA kafka_lake LIMIT TO (sources, snapshots, date_closings, date_closing_partitions, batches) FROM SERVER %I INTO %I',
+        EXECUTE format('IMPORT FOREIGN SCHEMA kafka_lake LIMIT TO (sources, snapshots, date_closings, date_closing_partitions, batches, golds) FROM SERVER %I INTO %I',
                        srv, staging);
         IF to_regclass(format('%I.date_closing_partitions', staging)) IS NULL
            OR NOT EXISTS (SELECT 1 FROM pg_attribute
@@ -344,7 +370,7 @@ BEGIN
                        remote || '_records', remote || '_events', silver, srv, staging);
         made := 0;
         FOR rel IN SELECT unnest(ARRAY[remote || '_records', remote || '_events', silver, 'sources', 'snapshots',
-                                       'date_closings', 'date_closing_partitions', 'batches']) LOOP
+                                       'date_closings', 'date_closing_partitions', 'batches', 'golds']) LOOP
             IF to_regclass(format('%I.%I', staging, rel)) IS NULL THEN
                 RAISE EXCEPTION 'shard "%" has no kafka_lake.%', srv, quote_ident(rel)
                     USING ERRCODE = '42P01', HINT = 'Bridge the source on the shard once: its silver table is made by its first bridge.';
@@ -389,6 +415,81 @@ BEGIN
       INTO branches FROM kafka_lake.shards s WHERE s.source = attach_shards.source;
     EXECUTE format('CREATE VIEW kafka_lake.%I AS %s', attach_shards.source || '_silver',
                    array_to_string(branches, ' UNION ALL '));
+
+    -- each declared gold of the source, combined: its metrics computed again over every shard's
+    -- silver, as the bridge computes them (averages and ratios from their parts, rounded as the
+    -- bridge rounds them: metric_quotient); the shards must define it alike
+    FOR g IN EXECUTE format('SELECT g.gold, g.grain, g.metrics::text AS metrics, g.sql IS NOT NULL AS is_sql FROM kafka_lake.%I g'
+                            ' WHERE g.source_id = %s OR (g.builtin AND %L = ''silver_machine_events'') ORDER BY g.gold',
+                            attach_shards.source || '_s1_golds',
+                            (SELECT x.remote_source_id FROM kafka_lake.shards x WHERE x.source = attach_shards.source AND x.shard_number = 1),
+                            (SELECT x.silver_table FROM kafka_lake.shards x WHERE x.source = attach_shards.source AND x.shard_number = 1)) LOOP
+        FOR k IN 2 .. n LOOP
+            EXECUTE format('SELECT count(*) FROM kafka_lake.%I g WHERE g.gold = $1 AND g.grain = $2 AND g.metrics::text IS NOT DISTINCT FROM $3 AND (g.sql IS NOT NULL) = $4',
+                           format('%s_s%s_golds', attach_shards.source, k))
+                INTO made USING g.gold, g.grain, g.metrics, g.is_sql;
+            IF made <> 1 THEN
+                RAISE EXCEPTION 'gold "%" of source "%" is not defined alike on every shard', g.gold, attach_shards.source
+                    USING ERRCODE = '55000', DETAIL = format('Shard %s defines it otherwise, or not at all.', attach_shards.shards[k]),
+                          HINT = 'Define the gold with the same grain and metrics on every shard, then attach again.';
+            END IF;
+        END LOOP;
+        IF g.is_sql THEN
+            RAISE NOTICE 'gold "%" of source "%" is a SQL gold: it is not combined here', g.gold, attach_shards.source
+                USING HINT = format('Its function runs on the shards; query kafka_lake.%I for the rows it reads.', attach_shards.source || '_silver');
+            CONTINUE;
+        END IF;
+        gview := attach_shards.source || '_' || g.gold;
+        IF octet_length(gview) > 63 OR to_regclass(format('kafka_lake.%I', gview)) IS NOT NULL THEN
+            RAISE EXCEPTION 'gold "%" of source "%" cannot be combined here: kafka_lake.% %', g.gold, attach_shards.source,
+                            quote_ident(gview), CASE WHEN octet_length(gview) > 63 THEN 'is too long a name' ELSE 'exists' END
+                USING ERRCODE = '42P07', HINT = 'Attach the source under a shorter name (remote_source => its name on the shards).';
+        END IF;
+        exprs := '{}';
+        kinds := '{}';
+        ints := '{}';
+        -- the sums, counts, minima and maxima first, then the ratios of them, in the metrics' order
+        FOR m IN SELECT e.key AS name, e.value AS spec FROM json_each(g.metrics::json) e LOOP
+            op := (SELECT k2 FROM json_object_keys(m.spec) k2 WHERE k2 IN ('sum', 'count', 'min', 'max', 'avg', 'ratio'));
+            is_int := false;
+            IF op IN ('sum', 'min', 'max', 'avg') OR (op = 'count' AND m.spec->>'count' <> '*') THEN
+                field := m.spec->>op;
+                is_int := coalesce((SELECT format_type(a.atttypid, NULL) IN ('smallint', 'integer', 'bigint')
+                                      FROM pg_attribute a
+                                     WHERE a.attrelid = to_regclass(format('kafka_lake.%I', attach_shards.source || '_s1_silver'))
+                                       AND a.attname = field AND NOT a.attisdropped), false);
+            END IF;
+            expr := CASE op
+                WHEN 'sum' THEN CASE WHEN is_int THEN format('sum(%I)::bigint', field) ELSE format('sum(%I)', field) END
+                WHEN 'count' THEN CASE WHEN m.spec->>'count' = '*' THEN 'count(*)' ELSE format('count(%I)', field) END
+                WHEN 'min' THEN format('min(%I)', field)
+                WHEN 'max' THEN format('max(%I)', field)
+                WHEN 'avg' THEN format('kafka_lake.metric_quotient(sum(%I)::numeric, count(%I)::numeric, %s, %L, %L)::numeric(38,%s)',
+                                       field, field, (m.spec->>'round')::integer, coalesce(m.spec->>'rounding', 'half_up'),
+                                       is_int, (m.spec->>'round')::integer)
+                END;
+            exprs := exprs || expr;
+            kinds := kinds || m.name;
+            ints := ints || (op = 'count' OR (op IN ('sum', 'min', 'max') AND is_int));
+        END LOOP;
+        FOR m IN SELECT e.key AS name, e.value AS spec, i FROM json_each(g.metrics::json) WITH ORDINALITY e(key, value, i)
+                  WHERE (e.value::jsonb) ? 'ratio' LOOP
+            num := exprs[array_position(kinds, m.spec->'ratio'->>0)];
+            den := exprs[array_position(kinds, m.spec->'ratio'->>1)];
+            exprs[m.i] := format('(CASE WHEN (%1$s) IS NULL OR (%2$s) IS NULL THEN NULL WHEN (%2$s) = 0 THEN 0'
+                                 ' ELSE kafka_lake.metric_quotient((%1$s)::numeric, (%2$s)::numeric, %3$s, %4$L, %5$L) END)::numeric(38,%3$s)',
+                                 num, den, (m.spec->>'round')::integer, coalesce(m.spec->>'rounding', 'half_up'),
+                                 ints[array_position(kinds, m.spec->'ratio'->>0)] AND ints[array_position(kinds, m.spec->'ratio'->>1)]);
+        END LOOP;
+        EXECUTE format('CREATE VIEW kafka_lake.%I AS SELECT business_date%s%s FROM kafka_lake.%I GROUP BY business_date%s',
+                       gview,
+                       (SELECT string_agg(format(', %I', f), '' ORDER BY i) FROM unnest(g.grain) WITH ORDINALITY u(f, i) WHERE f <> 'business_date'),
+                       (SELECT string_agg(format(', %s AS %I', e, kinds[i]), '' ORDER BY i) FROM unnest(exprs) WITH ORDINALITY u(e, i)),
+                       attach_shards.source || '_silver',
+                       (SELECT string_agg(format(', %I', f), '' ORDER BY i) FROM unnest(g.grain) WITH ORDINALITY u(f, i) WHERE f <> 'business_date'));
+        views := views || gview;
+    END LOOP;
+    UPDATE kafka_lake.shards x SET gold_views = views WHERE x.source = attach_shards.source;
 END
 $fn$;
 COMMENT ON FUNCTION kafka_lake.attach_shards(text, text[], text) IS
@@ -411,6 +512,10 @@ BEGIN
         RAISE EXCEPTION 'source "%" has no shards attached here', detach_shards.source
             USING ERRCODE = '42704', HINT = 'kafka_lake.shards lists the attached sources.';
     END IF;
+    FOREACH rel IN ARRAY coalesce((SELECT x.gold_views FROM kafka_lake.shards x
+                                    WHERE x.source = detach_shards.source AND x.shard_number = 1), '{}') LOOP
+        EXECUTE format('DROP VIEW IF EXISTS kafka_lake.%I', rel);
+    END LOOP;
     FOREACH rel IN ARRAY ARRAY['records', 'events', 'silver'] LOOP
         EXECUTE format('DROP VIEW IF EXISTS kafka_lake.%I', detach_shards.source || '_' || rel);
     END LOOP;

@@ -251,6 +251,53 @@ kl_metric_text(const KlGoldDef *g, const KlAcc *acc, int m)
 }
 
 /*
+ * kafka_lake_metric_quotient
+ *		metric_quotient(numerator, denominator, round, rounding, integers):
+ *		an average or ratio of a declared gold from its parts, rounded as
+ *		the bridge rounds it (kl_metric_text) — for a coordinator that
+ *		combines the parts of several shards.  integers: both parts are
+ *		integers (a count, or a sum, min or max of an integer field), which
+ *		"python" divides as Python's int / int.  NULL for a zero denominator
+ *		(an average of nothing; a ratio's 0 is the caller's).
+ */
+PG_FUNCTION_INFO_V1(kafka_lake_metric_quotient);
+
+Datum
+kafka_lake_metric_quotient(PG_FUNCTION_ARGS)
+{
+	Datum		num = PG_GETARG_DATUM(0);
+	Datum		den = PG_GETARG_DATUM(1);
+	int32		round = PG_GETARG_INT32(2);
+	char	   *rounding = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	bool		integers = PG_GETARG_BOOL(4);
+	char	   *text;
+
+	if (round < 0 || round > 15)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("round must be between 0 and 15, not %d", round)));
+	if (strcmp(rounding, "python") != 0 && strcmp(rounding, "half_up") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown rounding \"%s\"", rounding),
+				 errhint("\"half_up\" or \"python\".")));
+	if (numeric_is_nan(DatumGetNumeric(den)) ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, den,
+										  DirectFunctionCall1(int8_numeric, Int64GetDatum(0)))) == 0)
+		PG_RETURN_NULL();
+	if (strcmp(rounding, "python") == 0 && integers)
+		text = kl_py_round(kl_int_divide(DatumGetInt64(DirectFunctionCall1(numeric_int8, num)),
+										 DatumGetInt64(DirectFunctionCall1(numeric_int8, den))),
+						   round);
+	else if (strcmp(rounding, "python") == 0)
+		text = kl_py_round(kl_numeric_double(num) / kl_numeric_double(den), round);
+	else
+		text = kl_round_numeric(DirectFunctionCall2(numeric_div, num, den), round);
+	PG_RETURN_DATUM(DirectFunctionCall3(numeric_in, CStringGetDatum(text),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+}
+
+/*
  * kl_bridge_compute_golds
  *		The rows of each gold of the run, as text: a declared gold's from
  *		its groups (bridge_silver.c), an owner's SQL gold from its function,

@@ -13,7 +13,7 @@
 # another consumer group landed a partition another one owns: two owners, and once one of them
 # closed again without it, the same offsets landed twice.  detach_shards() forgets it all.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 17
+plan 21
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord101.events
 group=kafka_lake.shards101.events
@@ -38,6 +38,13 @@ done
 q -d $a -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', group_id => '$group', partitions => '{0,1}')" >/dev/null
 q -d $b -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', group_id => '$group', partitions => '{2,3}')" >/dev/null
 q -d $one -c "SELECT kafka_lake.create_source('orders_one', 'co101', '$topic')" >/dev/null
+# a declared gold of every kind of metric, on each shard and on the single server
+metrics='{"units": {"sum": "units_produced"}, "events": {"count": "*"}, "max_cycle": {"max": "cycle_time_ms"},
+          "min_units": {"min": "units_produced"}, "share": {"ratio": ["defects", "units"], "round": 5},
+          "avg_cycle": {"avg": "cycle_time_ms", "round": 3, "rounding": "python"}, "defects": {"sum": "defect_count"},
+          "avg_half_up": {"avg": "defect_count", "round": 2}, "per_event": {"ratio": ["units", "events"], "round": 4, "rounding": "python"}}'
+for d in $a $b; do q -d $d -c "SELECT kafka_lake.define_gold('orders', 'by_machine', ARRAY['machine_id'], '$metrics')" >/dev/null; done
+q -d $one -c "SELECT kafka_lake.define_gold('orders_one', 'by_machine', ARRAY['machine_id'], '$metrics')" >/dev/null
 q -d $co >/dev/null <<SQL
 CREATE EXTENSION postgres_fdw;
 CREATE SERVER shard_a FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$PGHOST', port '$PGPORT', dbname '$a');
@@ -54,7 +61,7 @@ q -d $one -c "SELECT * FROM kafka_lake.land('orders_one')" -c "SELECT * FROM kaf
 
 is "$(q -d $co -c "SELECT string_agg(shard || ':' || shard_number || ':' || partitions::text || ':' || relations, ' ' ORDER BY shard_number)
                    FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b'])")" \
-	"shard_a:1:{0,1}:8 shard_b:2:{2,3}:8" "attach_shards: two shards, their partitions, eight foreign tables each"
+	"shard_a:1:{0,1}:9 shard_b:2:{2,3}:9" "attach_shards: two shards, their partitions, nine foreign tables each"
 is "$(q -d $co -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04'")" \
 	"$(q -d $one -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_one_events WHERE business_date = '2026-08-04'")" \
 	"the coordinator's orders_events of the date are the single server's events"
@@ -69,6 +76,18 @@ is "$(q -d $co -c "SELECT string_agg(concat_ws('/', plant_id, line_id, product_c
 	"$(q -d $one -c "SELECT string_agg(concat_ws('/', plant_id, line_id, product_code) || ':' || units_produced, ',' ORDER BY 1)
                     FROM kafka_lake.gold_current WHERE source = 'orders_one' AND business_date = '2026-08-04'")" \
 	"silver of the shards' current snapshots, summed per line and product, gives the single server's gold"
+is "$(q -d $one -c "SELECT (SELECT count(*) FROM kafka_lake.gold_current WHERE source = 'orders_one' AND business_date = '2026-08-04') > 1
+                           AND (SELECT count(*) FROM kafka_lake.by_machine_current WHERE business_date = '2026-08-04') > 1")" t \
+	"the single server publishes golds of several rows for the date"
+is "$(q -d $co -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) || ' ' || count(*) FROM (SELECT business_date, plant_id, line_id, product_code, units_produced, defect_count, defect_rate, avg_cycle_time_ms
+                   FROM kafka_lake.orders_gold_daily_line_metrics WHERE business_date = '2026-08-04') g")" \
+	"$(q -d $one -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) || ' ' || count(*) FROM (SELECT business_date, plant_id, line_id, product_code, units_produced, defect_count, defect_rate, avg_cycle_time_ms
+                    FROM kafka_lake.gold_current WHERE source = 'orders_one' AND business_date = '2026-08-04') g")" \
+	"the combined built-in gold has the single server's rows, rate and average to the last digit"
+is "$(q -d $co -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) || ' ' || count(*) FROM kafka_lake.orders_by_machine g WHERE business_date = '2026-08-04'")" \
+	"$(q -d $one -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) || ' ' || count(*) FROM (SELECT business_date, machine_id, units, events, max_cycle, min_units, share, avg_cycle, defects, avg_half_up, per_event
+                    FROM kafka_lake.by_machine_current WHERE business_date = '2026-08-04') g")" \
+	"and so has a declared gold of sums, counts, minima, maxima, averages and ratios, both roundings"
 is "$(q -d $co -c "SELECT string_agg(partition || ':' || status || ':' || array_to_string(owners, '+'), ',' ORDER BY partition) FROM kafka_lake.shard_partitions('orders')")" \
 	"0:owned:shard_a,1:owned:shard_a,2:owned:shard_b,3:owned:shard_b" "shard_partitions: one owner each"
 
@@ -90,9 +109,14 @@ is "$(q -d $co -c "SELECT count(*) FROM kafka_lake.shard_certificates WHERE sour
 
 # a third shard, given its own consumer group, lands partition 3 that shard_b owns
 q -d $x -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', partitions => '{3}')" >/dev/null
+q -d $co -c "SELECT kafka_lake.detach_shards('orders')" >/dev/null
+err=$(q -d $co -c "SELECT * FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b', 'shard_x'])" 2>&1 >/dev/null)
+like "$err" 'gold "by_machine" of source "orders" is not defined alike on every shard' \
+	"a shard that lacks a gold the others define is refused at attach_shards (55000)"
+q -d $x -c "SELECT kafka_lake.define_gold('orders', 'by_machine', ARRAY['machine_id'], '$metrics')" >/dev/null
 fill --count 400 --start 1001 --date 2026-08-05
 for d in $a $b $x; do q -d $d -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-05')" >/dev/null; done
-q -d $co -c "SELECT kafka_lake.detach_shards('orders')" -c "SELECT * FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b', 'shard_x'])" >/dev/null
+q -d $co -c "SELECT * FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b', 'shard_x'])" >/dev/null
 is "$(q -d $co -c "SELECT status || ':' || array_to_string(owners, '+') FROM kafka_lake.shard_partitions('orders') WHERE partition = 3")" \
 	"overlap:shard_b+shard_x" "shard_partitions shows two owners of partition 3"
 err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-05')" 2>&1 >/dev/null)
