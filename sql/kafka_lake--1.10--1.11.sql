@@ -229,7 +229,8 @@ CREATE TABLE kafka_lake.shard_certificates (
     business_date   date NOT NULL,
     combined_hash   text NOT NULL,
     selected_events bigint NOT NULL,
-    -- per shard: shard, closing_id, snapshot_id, source_hash, selected_events, partitions owned
+    -- shards: per shard its closing_id, snapshot_id, source_hash, selected_events and the
+    -- partitions it owned; golds: per combined gold its rows of the date and their md5
     shards          jsonb NOT NULL,
     status          text NOT NULL CHECK (status IN ('certified', 'superseded')),
     certified_by    text NOT NULL DEFAULT current_user,
@@ -616,6 +617,10 @@ DECLARE
     msg     text;
     det     text;
     state   text;
+    gv      text;
+    grows   bigint;
+    gsum    text;
+    golds   jsonb := '{}';
 BEGIN
     IF src IS NULL OR d IS NULL THEN
         RAISE EXCEPTION 'source and business_date must not be null'
@@ -693,11 +698,31 @@ BEGIN
                   HINT = 'Give each partition one owner, with one consumer group for every shard of the topic; drop the copy on one shard (exclude() its records there) and close the date again.';
     END IF;
 
+    -- no event_id of the date accepted by two shards (one server accepts it once)
+    EXECUTE format('SELECT r.event_id, array_agg(DISTINCT r.shard ORDER BY r.shard) AS owners FROM kafka_lake.%I r'
+                   ' WHERE r.business_date = $1 AND r.status = ''accepted'' AND r.event_id IS NOT NULL'
+                   ' GROUP BY r.event_id HAVING count(DISTINCT r.shard) > 1 ORDER BY r.event_id LIMIT 1',
+                   src || '_records') INTO bad USING d;
+    IF bad.event_id IS NOT NULL THEN
+        RAISE EXCEPTION 'date % of source "%" was not certified: event_id "%" is accepted by shards %', d, src, bad.event_id,
+                        array_to_string(bad.owners, ' and ')
+            USING ERRCODE = '55000',
+                  DETAIL = 'One server accepts an event_id once; the combined gold would count it on each shard.',
+                  HINT = 'Exclude the copy on one shard (kafka_lake.exclude()), close the date again there, then certify.';
+    END IF;
+    -- what the combined golds hold for the date, pinned by the certificate
+    FOR gv IN SELECT unnest(x.gold_views) FROM kafka_lake.shards x WHERE x.source = src AND x.shard_number = 1 LOOP
+        EXECUTE format('SELECT count(*), coalesce(md5(string_agg(g::text, E''\n'' ORDER BY g::text)), md5(''''))'
+                       '  FROM kafka_lake.%I g WHERE g.business_date = $1', gv) INTO grows, gsum USING d;
+        golds := golds || jsonb_build_object(gv, jsonb_build_object('rows', grows, 'md5', gsum));
+    END LOOP;
+
     SELECT encode(sha256(convert_to(string_agg(e->>'source_hash' || E'\n', '' ORDER BY e->>'source_hash' COLLATE "C"), 'UTF8')), 'hex'),
            sum((e->>'selected_events')::bigint)
       INTO hash, total FROM jsonb_array_elements(certs) e;
     SELECT * INTO prior FROM kafka_lake.shard_certificates x
      WHERE x.source = src AND x.business_date = d AND x.status = 'certified';
+    certs := jsonb_build_object('shards', certs, 'golds', golds);
     IF prior.certificate_id IS NOT NULL AND prior.combined_hash = hash AND prior.shards = certs THEN
         cert_id := prior.certificate_id;
         outcome := 'unchanged';
@@ -708,7 +733,7 @@ BEGIN
         VALUES (src, d, hash, total, certs, 'certified') RETURNING shard_certificates.certificate_id INTO cert_id;
         outcome := 'certified';
     END IF;
-    FOR c IN SELECT e FROM jsonb_array_elements(certs) e LOOP
+    FOR c IN SELECT e FROM jsonb_array_elements(certs->'shards') e LOOP
         shard := c.e->>'shard';
         closing_id := (c.e->>'closing_id')::bigint;
         snapshot_id := (c.e->>'snapshot_id')::bigint;

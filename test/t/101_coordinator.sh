@@ -13,7 +13,7 @@
 # another consumer group landed a partition another one owns: two owners, and once one of them
 # closed again without it, the same offsets landed twice.  detach_shards() forgets it all.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 21
+plan 22
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord101.events
 group=kafka_lake.shards101.events
@@ -125,10 +125,23 @@ q -d $b -c "SELECT kafka_lake.set_partitions('orders', '{2}')" -c "SELECT * FROM
 err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-05')" 2>&1 >/dev/null)
 like "$err" 'shards "shard_b" and "shard_x" both landed offsets 100 to 199 of partition 3' \
 	"shard_b closes again without partition 3: one owner each now, but both landed its records of the date: refused"
+# one event_id accepted on both shards (its records in partitions 0 and 2)
+value=$(python3 -c 'import json,sys; print(json.dumps({"event_id": "dup101", "schema_version": 1, "event_time": "2026-08-06T08:00:00+09:00",
+  "business_date": "2026-08-06", "plant_id": "plant-01", "line_id": "line-01", "work_order_id": "wo-000001", "machine_id": "machine-001",
+  "product_code": "prd-a", "operation": "assembly", "units_produced": 10, "defect_count": 0, "cycle_time_ms": 1200}).encode().hex())')
+for p in 0 2; do "$KL_BROKER" send --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --partition $p --value-hex "$value" >/dev/null 2>&1; done
+# (and an event of the date for shard_x, which cannot close a date it has none of)
+"$KL_BROKER" send --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --partition 3 --value-hex "$(echo "$value" | python3 -c 'import sys; print(bytes.fromhex(sys.stdin.read().strip()).replace(b"dup101", b"one101").hex())')" >/dev/null 2>&1
+for d in $a $b $x; do q -d $d -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-06')" >/dev/null; done
+err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-06')" 2>&1 >/dev/null)
+like "$err" 'event_id "dup101" is accepted by shards shard_a and shard_b' \
+	"an event_id accepted on two shards is refused: one server would count it once"
 is "$(q -d $co -c "SELECT kafka_lake.detach_shards('orders')" -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'kafka_lake'::regnamespace AND relname LIKE 'orders\\_%'")" \
 	"
 0" "detach_shards removes the views and foreign tables"
-is "$(q -d $co -c "SELECT count(*) FROM kafka_lake.shard_certificates WHERE source = 'orders' AND status = 'certified'")" 1 "the certificate stays"
+is "$(q -d $co -c "SELECT count(*) || ' ' || string_agg((SELECT string_agg(k, ',' ORDER BY k) FROM jsonb_object_keys(shards->'golds') k), '')
+                   FROM kafka_lake.shard_certificates WHERE source = 'orders' AND status = 'certified'")" \
+	"1 orders_by_machine,orders_gold_daily_line_metrics" "the certificate stays, with the combined golds' digests of its date"
 
 for d in $a $b $x $one $co; do q -d postgres -c "DROP DATABASE $d" >/dev/null; done
 for d in $a $b $x $one; do rm -rf "$KL_TMP/landing.$d"; done
