@@ -2,7 +2,7 @@
 -- privileges: what a plain role may not do.  Every function is granted by
 -- EXECUTE (none to PUBLIC, but the two behind the views late_events and
 -- source_status, which answer only a role that may read the view, and
--- avro_decode and avro_frame, which read nothing of the database), the
+-- avro_decode, avro_frame and metric_quotient, which read nothing of the database), the
 -- catalog and its views are the extension owner's, every
 -- setting is superuser-only and the prefix is reserved; EXECUTE on
 -- create_source or produce does not open a server: that takes USAGE on it.
