@@ -63,6 +63,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -363,6 +364,72 @@ kafka_lake_close_date_1_10(PG_FUNCTION_ARGS)
  *		Both versions of close_date(): the fifth argument, export, is 1.10's
  *		(kl_close_result).
  */
+/*
+ * kl_close_coordinated
+ *		close_date() on a coordinator, of a source it reads from its shards
+ *		(attach_shards): the date certified across every shard by
+ *		certify_shards(), run with the caller's rights (its EXECUTE, and the
+ *		caller's user mappings to the shards), as close_date's row:
+ *		closing_id the certificate's id, status closed or already_closed, no
+ *		snapshot of its own, the combined source_hash, the events and owned
+ *		partitions of every shard.  Each shard closed the date with its own
+ *		cutoff, so none is taken here, and nothing is exported.
+ */
+static Datum
+kl_close_coordinated(FunctionCallInfo fcinfo, const char *source, DateADT date)
+{
+	Oid			types[2] = {TEXTOID, DATEOID};
+	Datum		args[2] = {CStringGetTextDatum(source), DateADTGetDatum(date)};
+	TupleDesc	tupdesc;
+	Datum		values[10];
+	bool		nulls[10] = {0};
+	int			rc;
+
+	if (!PG_ARGISNULL(2) || (PG_NARGS() > 4 && !PG_ARGISNULL(4) && PG_GETARG_BOOL(4)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("close_date of coordinated source \"%s\" takes no cutoff and no export", source),
+				 errdetail("Each shard closes the date with its own cutoff and exports its own snapshot; the coordinator certifies what they closed."),
+				 errhint("Close the date on each shard, then call kafka_lake.close_date('%s', date) here.", source)));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	SPI_connect();
+	rc = SPI_execute_with_args("SELECT x.certificate_id, CASE x.status WHEN 'certified' THEN 'closed' ELSE 'already_closed' END,"
+							   "       x.combined_hash, x.events::integer, x.partitions::integer,"
+							   "       c.certified_by::text, c.certified_at"
+							   "  FROM (SELECT pg_catalog.min(r.certificate_id) AS certificate_id, pg_catalog.min(r.status) AS status,"
+							   "               pg_catalog.min(r.combined_hash) AS combined_hash,"
+							   "               pg_catalog.sum(r.selected_events) AS events,"
+							   "               pg_catalog.sum(pg_catalog.cardinality(r.partitions)) AS partitions"
+							   "          FROM kafka_lake.certify_shards($1, $2) r) x"
+							   "  JOIN kafka_lake.shard_certificates c ON c.certificate_id = x.certificate_id",
+							   2, types, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "certify_shards returned no certificate");
+	{
+		HeapTuple	row = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		HeapTuple	tuple;
+
+		/* (business_date, closing_id, status, snapshot_id, source_hash, selected_events,
+		 *  partitions, cutoff, closed_by, closed_at) */
+		values[0] = DateADTGetDatum(date);
+		values[1] = SPI_getbinval(row, desc, 1, &nulls[1]);
+		values[2] = SPI_getbinval(row, desc, 2, &nulls[2]);
+		nulls[3] = true;		/* no snapshot of its own */
+		values[4] = SPI_getbinval(row, desc, 3, &nulls[4]);
+		values[5] = SPI_getbinval(row, desc, 4, &nulls[5]);
+		values[6] = SPI_getbinval(row, desc, 5, &nulls[6]);
+		nulls[7] = true;		/* no cutoff */
+		values[8] = SPI_getbinval(row, desc, 6, &nulls[8]);
+		values[9] = SPI_getbinval(row, desc, 7, &nulls[9]);
+		/* formed in SPI's memory, copied out before it goes */
+		tuple = SPI_copytuple(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+		SPI_finish();
+		PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
+	}
+}
+
 static Datum
 kl_close_date_call(FunctionCallInfo fcinfo)
 {
@@ -387,6 +454,8 @@ kl_close_date_call(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("business_date must be a finite date"),
 				 errhint("Pass the calendar day to close, for example '2026-06-29'.")));
+	if (kl_catalog_is_coordinated(cc.source))
+		return kl_close_coordinated(fcinfo, cc.source, cc.date);
 	kl_date_text(cc.date, cc.date_text);
 	cc.has_cutoff = !PG_ARGISNULL(2);
 	if (cc.has_cutoff)

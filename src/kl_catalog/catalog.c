@@ -1529,6 +1529,30 @@ kl_catalog_has_partitions(void)
 }
 
 /*
+ * kl_catalog_is_coordinated
+ *		Is source one this database coordinates (attach_shards, 1.11), and
+ *		lands none of?  Read with the extension owner's rights: the catalog
+ *		is not the caller's to read.
+ */
+bool
+kl_catalog_is_coordinated(const char *source)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(source)};
+	KlCatalogSave cs;
+	bool		found;
+
+	if (!OidIsValid(get_relname_relid("shards", get_namespace_oid("kafka_lake", false))))
+		return false;
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT 1 FROM kafka_lake.shards WHERE source = $1 LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed > 0;
+	kl_catalog_end(cs);
+	return found;
+}
+
+/*
  * kl_catalog_set_partitions
  *		Store the partitions a source owns (n of them, ascending; n = 0:
  *		every partition, NULL).

@@ -132,6 +132,7 @@ extern bool kl_catalog_has_lifecycle(void);
 extern bool kl_catalog_has_reduction(void);
 extern bool kl_catalog_has_compression(void);
 extern bool kl_catalog_has_partitions(void);
+extern bool kl_catalog_is_coordinated(const char *source);
 extern int	kl_int32_cmp(const void *a, const void *b);
 extern bool kl_source_owns(const KlSource *src, int32 partition);
 extern char *kl_source_partitions_text(const KlSource *src);

@@ -11,9 +11,10 @@
 # recorded), certifies a date both closed with the combined source_hash (SHA-256 of the sorted
 # shard hashes), is unchanged when called again, and refuses a date where a third shard with
 # another consumer group landed a partition another one owns: two owners, and once one of them
-# closed again without it, the same offsets landed twice.  detach_shards() forgets it all.  Needs the broker.
+# closed again without it, the same offsets landed twice.  close_date() on the coordinator is
+# certify_shards() as close_date's row.  detach_shards() forgets it all.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 22
+plan 24
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord101.events
 group=kafka_lake.shards101.events
@@ -101,6 +102,12 @@ is "$(q -d $co -c "SELECT sum(selected_events) FROM kafka_lake.certify_shards('o
 	"$(q -d $one -c "SELECT selected_events FROM kafka_lake.date_closings WHERE business_date = '2026-08-04' AND status = 'closed'") unchanged" \
 	"its events are the single server's; certified again, unchanged"
 
+is "$(q -d $co -c "SELECT status || ' ' || closing_id || ' ' || coalesce(snapshot_id::text, 'none') || ' ' || source_hash || ' ' || selected_events || ' ' || partitions
+                   FROM kafka_lake.close_date('orders', '2026-08-04')")" \
+	"already_closed $(q -d $co -c "SELECT certificate_id FROM kafka_lake.shard_certificates WHERE status = 'certified'") none $combined $(q -d $one -c "SELECT selected_events FROM kafka_lake.date_closings WHERE business_date = '2026-08-04' AND status = 'closed'") 4" \
+	"close_date on the coordinator is certify_shards, as close_date's row: the certificate, the combined hash, every event and owned partition"
+like "$(q -d $co -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-04', cutoff => now() - interval '1 hour')" 2>&1)" \
+	"takes no cutoff and no export" "with no cutoff of its own: each shard closed with its own"
 q -d $co -c "ALTER SERVER shard_b OPTIONS (SET port '1')" >/dev/null
 err=$(q -d $co -c "\\set VERBOSITY verbose" -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-04')" 2>&1 >/dev/null)
 like "$err" '08006: shard "shard_b" of source "orders" does not answer' "a shard that does not answer: 08006, naming it"
