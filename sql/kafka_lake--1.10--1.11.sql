@@ -262,7 +262,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT ARRAY(SELECT format('%s_s%s_%s', source, shard_number, t)
                  FROM unnest(ARRAY['records', 'events', 'silver', 'sources', 'snapshots',
-                                   'closings', 'closing_partitions', 'batches', 'golds']) t)
+                                   'closings', 'closing_partitions', 'batches', 'golds', 'contracts']) t)
 $$;
 REVOKE ALL ON FUNCTION kafka_lake.shard_relations(text, integer) FROM PUBLIC;
 
@@ -351,7 +351,7 @@ BEGIN
             END IF;
         END LOOP;
         -- the shard's catalog first: the source's id, contract and partitions
-        EXECUTE format('IMPORT FOREIGN SCHEMA kafka_lake LIMIT TO (sources, snapshots, date_closings, date_closing_partitions, batches, golds) FROM SERVER %I INTO %I',
+        EXECUTE format('IMPORT FOREIGN SCHEMA kafka_lake LIMIT TO (sources, snapshots, date_closings, date_closing_partitions, batches, golds, contracts) FROM SERVER %I INTO %I',
                        srv, staging);
         IF to_regclass(format('%I.date_closing_partitions', staging)) IS NULL
            OR NOT EXISTS (SELECT 1 FROM pg_attribute
@@ -371,7 +371,7 @@ BEGIN
                        remote || '_records', remote || '_events', silver, srv, staging);
         made := 0;
         FOR rel IN SELECT unnest(ARRAY[remote || '_records', remote || '_events', silver, 'sources', 'snapshots',
-                                       'date_closings', 'date_closing_partitions', 'batches', 'golds']) LOOP
+                                       'date_closings', 'date_closing_partitions', 'batches', 'golds', 'contracts']) LOOP
             IF to_regclass(format('%I.%I', staging, rel)) IS NULL THEN
                 RAISE EXCEPTION 'shard "%" has no kafka_lake.%', srv, quote_ident(rel)
                     USING ERRCODE = '42P01', HINT = 'Bridge the source on the shard once: its silver table is made by its first bridge.';
@@ -621,6 +621,7 @@ DECLARE
     grows   bigint;
     gsum    text;
     golds   jsonb := '{}';
+    nk      text[];
 BEGIN
     IF src IS NULL OR d IS NULL THEN
         RAISE EXCEPTION 'source and business_date must not be null'
@@ -709,6 +710,29 @@ BEGIN
             USING ERRCODE = '55000',
                   DETAIL = 'One server accepts an event_id once; the combined gold would count it on each shard.',
                   HINT = 'Exclude the copy on one shard (kafka_lake.exclude()), close the date again there, then certify.';
+    END IF;
+    -- no natural key of the date in two shards' silver (one server's silver keeps it once)
+    SELECT x.* INTO s FROM kafka_lake.shards x WHERE x.source = src AND x.shard_number = 1;
+    EXECUTE format('SELECT ARRAY(SELECT json_array_elements_text(c.definition->''natural_key''))'
+                   '  FROM kafka_lake.%I c JOIN kafka_lake.%I o ON o.contract = c.contract AND o.contract_version = c.version'
+                   ' WHERE o.source_id = %s',
+                   format('%s_s1_contracts', src), format('%s_s1_sources', src), s.remote_source_id) INTO nk;
+    IF cardinality(nk) > 0 AND NOT EXISTS (
+           SELECT 1 FROM unnest(nk) f
+            WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+                               WHERE a.attrelid = to_regclass(format('kafka_lake.%I', src || '_silver'))
+                                 AND a.attname = f AND NOT a.attisdropped)) THEN
+        EXECUTE format('SELECT row(%1$s)::text AS key, array_agg(DISTINCT r.shard ORDER BY r.shard) AS owners FROM kafka_lake.%2$I r'
+                       ' WHERE r.business_date = $1 GROUP BY %1$s HAVING count(DISTINCT r.shard) > 1 ORDER BY 1 LIMIT 1',
+                       (SELECT string_agg(format('r.%I', f), ', ' ORDER BY i) FROM unnest(nk) WITH ORDINALITY u(f, i)),
+                       src || '_silver') INTO bad USING d;
+        IF bad.key IS NOT NULL THEN
+            RAISE EXCEPTION 'date % of source "%" was not certified: natural key (%) = % is in the silver of shards %', d, src,
+                            array_to_string(nk, ', '), bad.key, array_to_string(bad.owners, ' and ')
+                USING ERRCODE = '55000',
+                      DETAIL = 'One server''s silver keeps one event per natural key; the combined gold would count it on each shard.',
+                      HINT = 'Exclude the copy on one shard (kafka_lake.exclude()), close the date again there, then certify.';
+        END IF;
     END IF;
     -- what the combined golds hold for the date, pinned by the certificate
     FOR gv IN SELECT unnest(x.gold_views) FROM kafka_lake.shards x WHERE x.source = src AND x.shard_number = 1 LOOP

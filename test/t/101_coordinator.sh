@@ -14,7 +14,7 @@
 # closed again without it, the same offsets landed twice.  close_date() on the coordinator is
 # certify_shards() as close_date's row.  detach_shards() forgets it all.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 24
+plan 26
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord101.events
 group=kafka_lake.shards101.events
@@ -62,7 +62,7 @@ q -d $one -c "SELECT * FROM kafka_lake.land('orders_one')" -c "SELECT * FROM kaf
 
 is "$(q -d $co -c "SELECT string_agg(shard || ':' || shard_number || ':' || partitions::text || ':' || relations, ' ' ORDER BY shard_number)
                    FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b'])")" \
-	"shard_a:1:{0,1}:9 shard_b:2:{2,3}:9" "attach_shards: two shards, their partitions, nine foreign tables each"
+	"shard_a:1:{0,1}:10 shard_b:2:{2,3}:10" "attach_shards: two shards, their partitions, ten foreign tables each"
 is "$(q -d $co -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04'")" \
 	"$(q -d $one -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_one_events WHERE business_date = '2026-08-04'")" \
 	"the coordinator's orders_events of the date are the single server's events"
@@ -143,6 +143,26 @@ for d in $a $b $x; do q -d $d -c "SELECT * FROM kafka_lake.close_date('orders', 
 err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-06')" 2>&1 >/dev/null)
 like "$err" 'event_id "dup101" is accepted by shards shard_a and shard_b' \
 	"an event_id accepted on two shards is refused: one server would count it once"
+# two events of one natural key (work order, machine, event time), with other event_ids, on both shards
+for p in 0 2; do
+	"$KL_BROKER" send --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --partition $p \
+		--value-hex "$(echo "$value" | python3 -c 'import sys; print(bytes.fromhex(sys.stdin.read().strip()).replace(b"dup101", b"nk101-'$p'").replace(b"08-06", b"08-07").hex())')" >/dev/null 2>&1
+done
+"$KL_BROKER" send --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --partition 3 \
+	--value-hex "$(echo "$value" | python3 -c 'import sys; print(bytes.fromhex(sys.stdin.read().strip()).replace(b"dup101", b"nk101-x").replace(b"08-06", b"08-07").replace(b"wo-000001", b"wo-000002").hex())')" >/dev/null 2>&1
+for d in $a $b $x; do q -d $d -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-07')" >/dev/null; done
+err=$(q -d $co -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-07')" 2>&1 >/dev/null)
+like "$err" 'natural key (work_order_id, machine_id, event_time) = (wo-000001,machine-001,"2026-08-06 23:00:00+00")' \
+	"a natural key in the silver of two shards is refused: one server's silver keeps it once"
+# pg_dump of the coordinator keeps the shards, the certificates, the views
+q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${co}_copy" -c "CREATE DATABASE ${co}_copy" >/dev/null
+pg_dump -d $co | psql -X -q -d ${co}_copy >/dev/null 2>"$KL_TMP/co101.restore"
+is "$(q -d ${co}_copy -c "SELECT (SELECT count(*) FROM kafka_lake.shards) || ' ' || (SELECT count(*) FROM kafka_lake.shard_certificates)
+                           || ' ' || (SELECT count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04')")" \
+	"$(q -d $co -c "SELECT (SELECT count(*) FROM kafka_lake.shards) || ' ' || (SELECT count(*) FROM kafka_lake.shard_certificates)
+                     || ' ' || (SELECT count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04')")" \
+	"pg_dump and a restore keep the coordinator: its shards, certificates and views"
+q -d postgres -c "DROP DATABASE ${co}_copy" >/dev/null
 is "$(q -d $co -c "SELECT kafka_lake.detach_shards('orders')" -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'kafka_lake'::regnamespace AND relname LIKE 'orders\\_%'")" \
 	"
 0" "detach_shards removes the views and foreign tables"
