@@ -293,7 +293,14 @@ kafka_lake_create_source(PG_FUNCTION_ARGS)
 							 root, default_group);
 	if (npartitions > 0)
 		kl_catalog_set_partitions(kl_source_lookup(source), partitions, npartitions);
-	/* a source of that name is 42710 above; its tables must be free too */
+	/* a source of that name is 42710 above, as one this database coordinates */
+	if (kl_catalog_is_coordinated(source))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("source \"%s\" already exists in this database", source),
+				 errdetail("This database reads it from its shards (kafka_lake.shards)."),
+				 errhint("Choose another source name, or detach the shards first with kafka_lake.detach_shards().")));
+	/* its tables must be free too */
 	kl_check_source_names_free(source);
 
 	/*

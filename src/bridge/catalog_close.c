@@ -385,7 +385,6 @@ kl_catalog_record_closing(const KlClosing *c)
 		kl_spi_exec_or_fail("UPDATE kafka_lake.date_closings SET superseded_by = $1 WHERE closing_id = $2",
 							2, ptypes, pvalues, NULL, SPI_OK_UPDATE, "update kafka_lake.date_closings");
 	}
-	/* a catalog before 1.6 has no topic column: its sources have one topic */
 	/*
 	 * A catalog before 1.6 has no topic column (its sources have one topic),
 	 * one before 1.11 no owned column (its sources own every partition).

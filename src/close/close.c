@@ -36,8 +36,8 @@
  *	4. the certificate (catalog_close.c): when the selection is the one the
  *	   date's current snapshot already closed, and the source owns the
  *	   partitions the certificate says it owned (set_partitions), nothing
- *	   changes and the existing certificate is returned ("already_closed").  Otherwise the
- *	   date gets a 'closed' snapshot: a new run when the input is new, or,
+ *	   changes and the existing certificate is returned ("already_closed").
+ *	   Otherwise the date gets a 'closed' snapshot: a new run when the input is new, or,
  *	   when a run processed that input already (the current provisional or
  *	   reopened snapshot, or an earlier one), a copy of that run's gold under
  *	   the status 'closed', because gold rows never change once written.
@@ -360,11 +360,6 @@ kafka_lake_close_date_1_10(PG_FUNCTION_ARGS)
 }
 
 /*
- * kl_close_date_call
- *		Both versions of close_date(): the fifth argument, export, is 1.10's
- *		(kl_close_result).
- */
-/*
  * kl_close_coordinated
  *		close_date() on a coordinator, of a source it reads from its shards
  *		(attach_shards): the date certified across every shard by
@@ -430,6 +425,11 @@ kl_close_coordinated(FunctionCallInfo fcinfo, const char *source, DateADT date)
 	}
 }
 
+/*
+ * kl_close_date_call
+ *		Both versions of close_date(): the fifth argument, export, is 1.10's
+ *		(kl_close_result).
+ */
 static Datum
 kl_close_date_call(FunctionCallInfo fcinfo)
 {

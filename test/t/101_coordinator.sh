@@ -14,7 +14,7 @@
 # closed again without it, the same offsets landed twice.  close_date() on the coordinator is
 # certify_shards() as close_date's row.  detach_shards() forgets it all.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 26
+plan 27
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord101.events
 group=kafka_lake.shards101.events
@@ -63,6 +63,9 @@ q -d $one -c "SELECT * FROM kafka_lake.land('orders_one')" -c "SELECT * FROM kaf
 is "$(q -d $co -c "SELECT string_agg(shard || ':' || shard_number || ':' || partitions::text || ':' || relations, ' ' ORDER BY shard_number)
                    FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b'])")" \
 	"shard_a:1:{0,1}:10 shard_b:2:{2,3}:10" "attach_shards: two shards, their partitions, ten foreign tables each"
+like "$(q -d $co -c "CREATE SERVER co101 FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP')" \
+	-c "SELECT kafka_lake.create_source('orders', 'co101', '$topic')" 2>&1)" 'source "orders" already exists in this database' \
+	"the coordinator lands no source of the name it coordinates (create_source: 42710)"
 is "$(q -d $co -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04'")" \
 	"$(q -d $one -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_one_events WHERE business_date = '2026-08-04'")" \
 	"the coordinator's orders_events of the date are the single server's events"
@@ -156,7 +159,7 @@ like "$err" 'natural key (work_order_id, machine_id, event_time) = (wo-000001,ma
 	"a natural key in the silver of two shards is refused: one server's silver keeps it once"
 # pg_dump of the coordinator keeps the shards, the certificates, the views
 q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${co}_copy" -c "CREATE DATABASE ${co}_copy" >/dev/null
-pg_dump -d $co | psql -X -q -d ${co}_copy >/dev/null 2>"$KL_TMP/co101.restore"
+pg_dump -d $co 2>/dev/null | psql -X -q -d ${co}_copy >/dev/null 2>"$KL_TMP/co101.restore"
 is "$(q -d ${co}_copy -c "SELECT (SELECT count(*) FROM kafka_lake.shards) || ' ' || (SELECT count(*) FROM kafka_lake.shard_certificates)
                            || ' ' || (SELECT count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04')")" \
 	"$(q -d $co -c "SELECT (SELECT count(*) FROM kafka_lake.shards) || ' ' || (SELECT count(*) FROM kafka_lake.shard_certificates)
