@@ -1,39 +1,45 @@
 #!/usr/bin/env bash
 # test/t/101_coordinator.sh: a coordinator database reads a topic landed by two shards as one,
-# through postgres_fdw, and certifies its dates across them.  Three databases of the test
-# cluster stand for two shards (one consumer group, disjoint partitions) and a server that lands
-# the whole topic alone; a fourth is the coordinator (kafka_lake and postgres_fdw, no landing).
+# through postgres_fdw, and certifies its dates across them.  The shards are clusters of the
+# test's own (one consumer group, disjoint partitions; a third later); a database of the
+# harness's cluster lands the whole topic alone, another is the coordinator (kafka_lake and
+# postgres_fdw, no landing).
 # Checked: attach_shards() makes kafka_lake.<source>_records, _events and _silver over both
-# shards, whose rows are the single server's (the events of a date, silver's units per line
-# and product), read concurrently (Async Foreign Scan, the date pushed down);
-# shard_partitions() shows one owner per partition; certify_shards() refuses a date a shard has
-# not closed (55000, naming it) and a shard that does not answer (08006, naming it, nothing
-# recorded), certifies a date both closed with the combined source_hash (SHA-256 of the sorted
-# shard hashes), is unchanged when called again, and refuses a date where a third shard with
-# another consumer group landed a partition another one owns: two owners, and once one of them
-# closed again without it, the same offsets landed twice.  close_date() on the coordinator is
-# certify_shards() as close_date's row.  detach_shards() forgets it all.  Needs the broker.
+# shards, whose rows are the single server's, read concurrently (Async Foreign Scan, the date
+# pushed down), and combined golds (the built-in one, and a declared gold of every kind of
+# metric) whose rows are the single server's to the last digit; shard_partitions() shows one
+# owner per partition; certify_shards() refuses a date a shard has not closed (55000, naming
+# it), certifies a date both closed with the combined source_hash (SHA-256 of the sorted shard
+# hashes), unchanged when called again; close_date() on the coordinator is certify_shards() as
+# close_date's row, and refuses while a shard's server is down (08006, naming it, nothing
+# recorded, nothing lost once it is up); pg_dump keeps the coordinator; with a third shard of
+# another consumer group landing a partition another one owns: two owners refused, then the
+# same offsets landed twice; an event_id, and a natural key, on two shards refused;
+# detach_shards() forgets the views.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 27
+plan 28
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord101.events
 group=kafka_lake.shards101.events
-a=kl_co101_a
-b=kl_co101_b
-x=kl_co101_x
 one=kl_co101_one
 co=kl_co101_coord
+# the shards are clusters of their own (database plant in each), as on servers of their own
+shard() { echo "postgresql:///$2?host=$KL_TMP/pg.$1&port=$PGPORT"; }
+a=$(shard a plant)
+b=$(shard b plant)
+x=$(shard x plant)
 
 "$KL_BROKER" ctl --dir "$KL_BROKER_DIR" create "$topic" 4 >/dev/null
 fill() { "$KL_BROKER" fill --bootstrap "$KL_BOOTSTRAP" --topic "$topic" --partitions 4 "$@" >/dev/null 2>&1; }
-for d in $a $b $x $one $co; do
-	q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $d" -c "CREATE DATABASE $d" >/dev/null
-	q -d $d -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+for c in a b x; do
+	extra_cluster $c
+	q -d "$(shard $c postgres)" -c "CREATE DATABASE plant" >/dev/null
 done
-# each shard its own landing directory, as on servers of their own (the same source name on each)
+for d in $one $co; do
+	q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $d" -c "CREATE DATABASE $d" >/dev/null
+done
+for d in $a $b $x $one $co; do q -d $d -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1; done
 for d in $a $b $x $one; do
-	rm -rf "$KL_TMP/landing.$d" && mkdir -p "$KL_TMP/landing.$d" && chown postgres "$KL_TMP/landing.$d"
-	q -d postgres -c "ALTER DATABASE $d SET kafka_lake.landing_dir = '$KL_TMP/landing.$d'" >/dev/null
 	q -d $d -c "CREATE SERVER co101 FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP')" >/dev/null
 done
 q -d $a -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', group_id => '$group', partitions => '{0,1}')" >/dev/null
@@ -48,9 +54,9 @@ for d in $a $b; do q -d $d -c "SELECT kafka_lake.define_gold('orders', 'by_machi
 q -d $one -c "SELECT kafka_lake.define_gold('orders_one', 'by_machine', ARRAY['machine_id'], '$metrics')" >/dev/null
 q -d $co >/dev/null <<SQL
 CREATE EXTENSION postgres_fdw;
-CREATE SERVER shard_a FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$PGHOST', port '$PGPORT', dbname '$a');
-CREATE SERVER shard_b FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$PGHOST', port '$PGPORT', dbname '$b');
-CREATE SERVER shard_x FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$PGHOST', port '$PGPORT', dbname '$x');
+CREATE SERVER shard_a FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$KL_TMP/pg.a', port '$PGPORT', dbname 'plant');
+CREATE SERVER shard_b FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$KL_TMP/pg.b', port '$PGPORT', dbname 'plant');
+CREATE SERVER shard_x FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$KL_TMP/pg.x', port '$PGPORT', dbname 'plant');
 CREATE USER MAPPING FOR CURRENT_USER SERVER shard_a OPTIONS (user '$PGUSER');
 CREATE USER MAPPING FOR CURRENT_USER SERVER shard_b OPTIONS (user '$PGUSER');
 CREATE USER MAPPING FOR CURRENT_USER SERVER shard_x OPTIONS (user '$PGUSER');
@@ -111,11 +117,13 @@ is "$(q -d $co -c "SELECT status || ' ' || closing_id || ' ' || coalesce(snapsho
 	"close_date on the coordinator is certify_shards, as close_date's row: the certificate, the combined hash, every event and owned partition"
 like "$(q -d $co -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-04', cutoff => now() - interval '1 hour')" 2>&1)" \
 	"takes no cutoff and no export" "with no cutoff of its own: each shard closed with its own"
-q -d $co -c "ALTER SERVER shard_b OPTIONS (SET port '1')" >/dev/null
-err=$(q -d $co -c "\\set VERBOSITY verbose" -c "SELECT * FROM kafka_lake.certify_shards('orders', '2026-08-04')" 2>&1 >/dev/null)
-like "$err" '08006: shard "shard_b" of source "orders" does not answer' "a shard that does not answer: 08006, naming it"
-q -d $co -c "ALTER SERVER shard_b OPTIONS (SET port '$PGPORT')" >/dev/null
+extra_cluster_stop b
+err=$(q -d $co -c "\\set VERBOSITY verbose" -c "SELECT * FROM kafka_lake.close_date('orders', '2026-08-04')" 2>&1 >/dev/null)
+like "$err" '08006: shard "shard_b" of source "orders" does not answer' "shard_b's server down (stopped as by a crash): close_date on the coordinator refuses, 08006, naming it"
 is "$(q -d $co -c "SELECT count(*) FROM kafka_lake.shard_certificates WHERE source = 'orders'")" 1 "and nothing was recorded"
+extra_cluster_start b
+is "$(q -d $co -c "SELECT status FROM kafka_lake.close_date('orders', '2026-08-04')")" already_closed \
+	"shard_b up again: nothing was lost, the date is as certified"
 
 # a third shard, given its own consumer group, lands partition 3 that shard_b owns
 q -d $x -c "SELECT kafka_lake.create_source('orders', 'co101', '$topic', partitions => '{3}')" >/dev/null
@@ -173,5 +181,4 @@ is "$(q -d $co -c "SELECT count(*) || ' ' || string_agg((SELECT string_agg(k, ',
                    FROM kafka_lake.shard_certificates WHERE source = 'orders' AND status = 'certified'")" \
 	"1 orders_by_machine,orders_gold_daily_line_metrics" "the certificate stays, with the combined golds' digests of its date"
 
-for d in $a $b $x $one $co; do q -d postgres -c "DROP DATABASE $d" >/dev/null; done
-for d in $a $b $x $one; do rm -rf "$KL_TMP/landing.$d"; done
+for d in $one $co; do q -d postgres -c "DROP DATABASE $d" >/dev/null; done
