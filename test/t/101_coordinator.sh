@@ -17,7 +17,7 @@
 # same offsets landed twice; an event_id, and a natural key, on two shards refused;
 # detach_shards() forgets the views.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 28
+plan 29
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord101.events
 group=kafka_lake.shards101.events
@@ -72,6 +72,10 @@ is "$(q -d $co -c "SELECT string_agg(shard || ':' || shard_number || ':' || part
 like "$(q -d $co -c "CREATE SERVER co101 FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP')" \
 	-c "SELECT kafka_lake.create_source('orders', 'co101', '$topic')" 2>&1)" 'source "orders" already exists in this database' \
 	"the coordinator lands no source of the name it coordinates (create_source: 42710)"
+state_of() { q -d $co -c "\\set VERBOSITY verbose" -c "$1" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p' | head -1; }
+is "$(state_of "SELECT * FROM kafka_lake.attach_shards(NULL, ARRAY['shard_a'])") $(state_of "SELECT * FROM kafka_lake.attach_shards('other', ARRAY['shard_a', 'shard_a'])") $(state_of "SELECT * FROM kafka_lake.attach_shards('other', ARRAY['co101'])") $(state_of "SELECT * FROM kafka_lake.attach_shards('orders', ARRAY['shard_a'])") $(state_of "SELECT * FROM kafka_lake.attach_shards('other', ARRAY['shard_a'])")" \
+	"22004 22023 42704 42710 42704" \
+	"attach_shards refuses a NULL, a shard twice, a server not of postgres_fdw, a source attached already, a shard without the source"
 is "$(q -d $co -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_events WHERE business_date = '2026-08-04'")" \
 	"$(q -d $one -c "SELECT md5(string_agg(event_id, ',' ORDER BY event_id)) || ' ' || count(*) FROM kafka_lake.orders_one_events WHERE business_date = '2026-08-04'")" \
 	"the coordinator's orders_events of the date are the single server's events"
