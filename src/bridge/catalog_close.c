@@ -280,14 +280,7 @@ kl_catalog_closing_owned_matches(int64 closing_id, const KlSource *src)
 	if (!kl_catalog_has_partitions())
 		return true;
 	if (src->npartitions > 0)
-	{
-		Datum	   *elems = palloc(sizeof(Datum) * src->npartitions);
-
-		for (int i = 0; i < src->npartitions; i++)
-			elems[i] = Int32GetDatum(src->partitions[i]);
-		values[1] = PointerGetDatum(construct_array(elems, src->npartitions, INT4OID,
-													sizeof(int32), true, TYPALIGN_INT));
-	}
+		values[1] = kl_int32_array(src->partitions, src->npartitions);
 	cs = kl_catalog_begin();
 	kl_spi_exec_or_fail("SELECT NOT EXISTS (SELECT 1 FROM kafka_lake.date_closing_partitions"
 						"  WHERE closing_id = $1"

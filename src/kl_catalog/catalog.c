@@ -1104,6 +1104,21 @@ kl_catalog_durable(KlSource *src, int32 partition, int64 first, int64 last)
 }
 
 /*
+ * kl_int32_array
+ *		An integer[] datum of n int32s (sources.partitions, and the
+ *		parameters that compare with it).
+ */
+Datum
+kl_int32_array(const int32 *values, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		elems[i] = Int32GetDatum(values[i]);
+	return PointerGetDatum(construct_array(elems, n, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+}
+
+/*
  * kl_array_of
  *		A one-dimensional array datum of n elements of a type.
  */
@@ -1566,14 +1581,7 @@ kl_catalog_set_partitions(KlSource *src, const int32 *partitions, int n)
 	KlCatalogSave cs;
 
 	if (n > 0)
-	{
-		Datum	   *elems = palloc(sizeof(Datum) * n);
-
-		for (int i = 0; i < n; i++)
-			elems[i] = Int32GetDatum(partitions[i]);
-		values[1] = PointerGetDatum(construct_array(elems, n, INT4OID, sizeof(int32), true,
-													TYPALIGN_INT));
-	}
+		values[1] = kl_int32_array(partitions, n);
 	cs = kl_catalog_begin();
 	kl_spi_exec("UPDATE kafka_lake.sources SET partitions = $2 WHERE source_id = $1",
 				2, types, values, nulls, SPI_OK_UPDATE);

@@ -137,6 +137,7 @@ extern int	kl_int32_cmp(const void *a, const void *b);
 extern bool kl_source_owns(const KlSource *src, int32 partition);
 extern char *kl_source_partitions_text(const KlSource *src);
 extern void kl_catalog_set_partitions(KlSource *src, const int32 *partitions, int n);
+extern Datum kl_int32_array(const int32 *values, int n);
 extern void kl_catalog_set_compression(KlSource *src, int compression);
 extern void kl_catalog_insert_batch(KlSource *src, const KlBatch *b,
 									const KlRecord *recs, int n);

@@ -1685,8 +1685,9 @@ kl_read_ahead(KlLandCall *call, const int64 *committed, int32 p)
  * kl_mark_not_owned
  *		A partition the source does not own (set_partitions) is not landed up
  *		to a mark: its mark is what this server landed of it (and the
- *		partition loop takes it as reached), so that a closing certifies and bridges exactly that (all
- *		of it, or nothing for a partition it never landed).
+ *		partition loop takes it as reached), so that a closing certifies and
+ *		bridges exactly that (all of it, or nothing for a partition it never
+ *		landed).  One catalog query per such partition, at close_date only.
  */
 static int64
 kl_mark_not_owned(KlSource *src, int32 p)
