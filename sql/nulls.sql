@@ -43,7 +43,9 @@ SELECT pg_temp.error_of(q)
     ($$SELECT * FROM kafka_lake.close_date('n63', NULL)$$),
     ($$SELECT * FROM kafka_lake.gold_as_of(NULL)$$),
     ($$SELECT kafka_lake.event_key(NULL, 'evt-1')$$),
-    ($$SELECT kafka_lake.event_key('n63', NULL)$$)) AS t(q);
+    ($$SELECT kafka_lake.event_key('n63', NULL)$$),
+    ($$SELECT * FROM kafka_lake.shard_gold(NULL, 'g', '2026-06-29') AS g(n bigint)$$),
+    ($$SELECT * FROM kafka_lake.shard_gold('n63', 'g', NULL) AS g(n bigint)$$)) AS t(q);
 -- the landing's life cycle
 SELECT pg_temp.error_of(q)
   FROM (VALUES

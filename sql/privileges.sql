@@ -2,7 +2,8 @@
 -- privileges: what a plain role may not do.  Every function is granted by
 -- EXECUTE (none to PUBLIC, but the two behind the views late_events and
 -- source_status, which answer only a role that may read the view, and
--- avro_decode, avro_frame and metric_quotient, which read nothing of the database), the
+-- avro_decode, avro_frame and metric_quotient, which read nothing of the database, and
+-- shard_gold, which answers only a role that may read the combined gold's view), the
 -- catalog and its views are the extension owner's, every
 -- setting is superuser-only and the prefix is reserved; EXECUTE on
 -- create_source or produce does not open a server: that takes USAGE on it.
@@ -35,6 +36,7 @@ SELECT pg_temp.error_of(q)
     ($$SELECT kafka_lake.detach_shards('p_src')$$),
     ($$SELECT * FROM kafka_lake.shard_partitions('p_src')$$),
     ($$SELECT * FROM kafka_lake.certify_shards('p_src', '2026-06-29')$$),
+    ($$SELECT * FROM kafka_lake.shard_gold('p_src', 'p_gold', '2026-06-29') AS g(n bigint)$$),
     ($$SELECT * FROM kafka_lake.shards$$),
     ($$SELECT * FROM kafka_lake.shard_certificates$$),
     ($$SELECT * FROM kafka_lake.land('p_src')$$),

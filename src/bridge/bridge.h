@@ -204,6 +204,9 @@ typedef struct KlBridge
 	const char *closing_status; /* of the published gold rows and snapshot:
 								 * NULL is 'provisional' */
 	bool		reopening;		/* a closed date gets a correction snapshot */
+	bool		allow_empty;	/* close_date() of a share of the topic's
+								 * partitions: no event below the marks is a
+								 * certificate of none, not P0002 */
 
 	/* pass 1: selection, the adapter file, the source-side checks */
 	List	   *used_batches;	/* KlUsedBatch */

@@ -332,11 +332,18 @@ kl_bridge_close_csv(KlBridge *b)
 
 /*
  * kl_append_coordinate
- *		{"offset": ..., "partition": ..., "topic": ...}
+ *		{"offset": ..., "partition": ..., "topic": ...}, or null when the
+ *		run selected no event.
  */
 static void
 kl_append_coordinate(StringInfo out, const char *topic, int32 partition, int64 offset)
 {
+	if (topic == NULL)
+	{
+		/* an empty share of a date (close_date of a shard): no coordinate */
+		appendStringInfoString(out, "null");
+		return;
+	}
 	appendStringInfoString(out, "{\"offset\": ");
 	kl_json_append_int64(out, offset);
 	appendStringInfoString(out, ", \"partition\": ");

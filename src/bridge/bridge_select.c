@@ -1209,7 +1209,7 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 							 b->src->source, b->date_text, (long long) lines_read,
 							 (long long) st.line.parsed_strictly)));
 
-	if (b->selected == 0)
+	if (b->selected == 0 && !b->allow_empty)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("source \"%s\" has no accepted event with business_date %s",
@@ -1218,6 +1218,13 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 						   (long long) b->total_batches),
 				 errhint("Land the topic first with kafka_lake.land('%s'), or check the date: the foreign table kafka_lake.%s_records shows the business_date of every landed record.",
 						 b->src->source, b->src->source)));
+
+	/* an empty share of a date (allow_empty): a CSV of its header alone */
+	if (b->tmp_path == NULL)
+	{
+		kl_bridge_open_csv(b);
+		appendStringInfoString(&st.out, lay->header);
+	}
 
 	/* finish the file: the last bytes, the digest, fsync */
 	kl_bridge_write(b, st.sha, &st.out);

@@ -372,7 +372,7 @@ kl_catalog_definer_begin(const char *function, const char *owner)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("function kafka_lake.%s(text) is not as role \"%s\" defined it: %s",
 						function, owner, wrong),
-				 errdetail("bridge() runs an owner's SQL only through the SECURITY DEFINER function define_gold() or add_check() made, owned by the role that defined it, with search_path = pg_catalog, pg_temp; nothing was published."),
+				 errdetail("kafka_lake runs an owner's SQL only through the SECURITY DEFINER function define_gold(), add_check() or attach_shards() made, owned by the role that defined it, with search_path = pg_catalog, pg_temp; nothing was run or published."),
 				 errhint("A superuser can restore it: ALTER FUNCTION kafka_lake.%s(text) SECURITY DEFINER RESET ALL SET search_path = pg_catalog, pg_temp; ALTER FUNCTION kafka_lake.%s(text) OWNER TO %s;",
 						 function, function, quote_identifier(owner))));
 

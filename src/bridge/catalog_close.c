@@ -292,6 +292,28 @@ kl_catalog_closing_owned_matches(int64 closing_id, const KlSource *src)
 }
 
 /*
+ * kl_catalog_closes_empty_shares
+ *		May a certificate select no event (1.12: the empty share of a server
+ *		that owns some of the topic's partitions)?  A 1.11 catalog's check
+ *		refuses it.
+ */
+bool
+kl_catalog_closes_empty_shares(void)
+{
+	KlCatalogSave cs = kl_catalog_begin();
+	bool		isnull;
+	bool		allowed;
+
+	kl_spi_exec_or_fail("SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint"
+						"  WHERE conrelid = 'kafka_lake.date_closings'::pg_catalog.regclass"
+						"    AND conname = 'date_closings_selected_events_check')",
+						0, NULL, NULL, NULL, SPI_OK_SELECT, "read the certificates' constraints");
+	allowed = DatumGetBool(kl_spi_col(0, 1, &isnull));
+	kl_catalog_end(cs);
+	return allowed;
+}
+
+/*
  * kl_catalog_record_closing
  *		Record a certificate with its partitions, in place of the date's
  *		certificate in effect (superseded by it).  Returns its closing_id.

@@ -66,6 +66,7 @@ extern int64 kl_catalog_republish_snapshot(int32 source_id, DateADT date, int64 
 extern void kl_catalog_mark_reopened(int64 closing_id, int64 snapshot_id);
 extern bool kl_catalog_last_batch_below(KlSource *src, int32 partition, int64 mark,
 										char *batch_id);
+extern bool kl_catalog_closes_empty_shares(void);
 extern int64 kl_catalog_record_closing(const KlClosing *c);
 extern bool kl_catalog_closing_owned_matches(int64 closing_id, const KlSource *src);
 extern KlClosing *kl_catalog_closing(int64 closing_id);

@@ -263,7 +263,9 @@ kl_close_through_timestamp(KlLandMarks *m, int slot)
 /*
  * kl_close_bridge
  *		Step 3: bridge the date, selecting below the marks.  No event there
- *		is P0002 with a closing's own words.
+ *		is P0002 with a closing's own words, but on a server that owns some
+ *		of the topic's partitions (set_partitions): its share of a date may
+ *		be empty, and is certified as such.
  */
 static KlBridge *
 kl_close_bridge(KlCloseCall *cc)
@@ -274,6 +276,8 @@ kl_close_bridge(KlCloseCall *cc)
 	b->through = cc->marks.marks;
 	b->through_base = cc->marks.topic_base;
 	b->nthrough = cc->marks.nparts;
+	/* a server owning some partitions certifies an empty share too */
+	b->allow_empty = cc->marks.src->npartitions > 0 && kl_catalog_closes_empty_shares();
 	PG_TRY();
 	{
 		kl_bridge_gather(b);

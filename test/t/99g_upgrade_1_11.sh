@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/t/99g_upgrade_1_11.sh: a database created at kafka_lake 1.10 keeps everything it landed,
-# bridged and closed through ALTER EXTENSION kafka_lake UPDATE to 1.11 (the default version),
+# bridged and closed through ALTER EXTENSION kafka_lake UPDATE TO '1.11',
 # which adds the partitions a source owns.  At 1.10: a source landed, a date closed, another
 # bridged, create_source granted to a role.  After the update: coordinate_list and verify() are
 # the same, the bridge of the open date is skipped (same source_hash), the source owns every
@@ -38,10 +38,9 @@ list() {
 }
 list_before=$(list)
 
-ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null 2>'$KL_TMP/up111.err'" "ALTER EXTENSION kafka_lake UPDATE succeeds"
+ok "q -d $db -c \"ALTER EXTENSION kafka_lake UPDATE TO '1.11'\" >/dev/null 2>'$KL_TMP/up111.err'" "ALTER EXTENSION kafka_lake UPDATE TO '1.11' succeeds"
 [ -s "$KL_TMP/up111.err" ] && diag "$(cat "$KL_TMP/up111.err")"
-is "$(q -d $db -c "SELECT extversion || ' ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'kafka_lake') FROM pg_extension WHERE extname = 'kafka_lake'")" \
-	"1.11 1.11" "the extension is at 1.11, the default version"
+is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'")" 1.11 "the extension is at 1.11"
 is "$(q -d $db -c "SELECT string_agg(has_function_privilege(r, 'kafka_lake.create_source(text, text, text, text, text, integer[])', 'EXECUTE')::text, ' ' ORDER BY r)
                      FROM unnest(ARRAY['up111_maker', 'public']) r")" \
 	"false true" "create_source gains partitions: whoever could execute it still can, PUBLIC still cannot"
@@ -61,7 +60,7 @@ is "$(q -d $db -c "SELECT string_agg(partition || ':' || status, ',' ORDER BY pa
 is "$(q -d $db -c "SELECT string_agg(partition || ':' || lag, ',' ORDER BY partition) FROM kafka_lake.lag('up111')")" \
 	"1:0" "lag() answers for the owned partition"
 
-q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake VERSION '1.11' CASCADE" >/dev/null 2>&1
 same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 
 q -d postgres -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" -c "DROP ROLE up111_maker" >/dev/null
