@@ -2324,6 +2324,43 @@ kl_catalog_partition_state(KlSource *src, int32 partition, KlPartitionState *sta
 }
 
 /*
+ * kl_catalog_remembered_offsets
+ *		KlPartitionState's remembered offset of partitions 0 to n - 1 of the
+ *		source's current topic, in one query: what close_date() certifies of
+ *		the partitions a shard does not own (they may be many).
+ */
+void
+kl_catalog_remembered_offsets(KlSource *src, int n, int64 *remembered)
+{
+	KlCatalogSave cs;
+	Oid			types[3] = {INT4OID, TEXTOID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(src->source_id), CStringGetTextDatum(src->topic),
+	Int32GetDatum(n)};
+
+	for (int p = 0; p < n; p++)
+		remembered[p] = 0;
+	cs = kl_catalog_begin();
+	kl_spi_exec("SELECT partition, max(o) FROM ("
+				"  SELECT partition, max(committed_offset) AS o FROM kafka_lake.offset_commits"
+				"   WHERE source_id = $1 AND topic = $2 AND partition < $3 GROUP BY partition"
+				"  UNION ALL"
+				"  SELECT partition, max(last_offset) + 1 FROM kafka_lake.batches"
+				"   WHERE source_id = $1 AND topic = $2 AND partition < $3 GROUP BY partition) r"
+				" GROUP BY partition",
+				3, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		o = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (p >= 0 && p < n && !isnull)
+			remembered[p] = Max(DatumGetInt64(o), 0);
+	}
+	kl_catalog_end(cs);
+}
+
+/*
  * kl_catalog_group_users
  *		The other sources of this database that use the source's consumer
  *		group, as a comma-separated list of quoted names, or NULL.  (Only a

@@ -152,6 +152,7 @@ extern void kl_catalog_forget_batch(KlSource *src, const KlBatch *b);
 extern void kl_catalog_record_manifest_checks(KlSource *src, const char *batch_id, int64 bytes,
 											  uint32 crc32c);
 extern void kl_catalog_partition_state(KlSource *src, int32 partition, KlPartitionState *state);
+extern void kl_catalog_remembered_offsets(KlSource *src, int n, int64 *remembered);
 extern char *kl_catalog_group_users(KlSource *src);
 extern void kl_catalog_lock_source(KlSource *src);
 extern bool kl_catalog_source_exists(int32 source_id, const char *source);

@@ -1687,15 +1687,22 @@ kl_read_ahead(KlLandCall *call, const int64 *committed, int32 p)
  *		to a mark: its mark is what this server landed of it (and the
  *		partition loop takes it as reached), so that a closing certifies and
  *		bridges exactly that (all of it, or nothing for a partition it never
- *		landed).  One catalog query per such partition, at close_date only.
+ *		landed).  One catalog query for every partition of the topic, at
+ *		close_date only, and only on a source that owns some partitions.
  */
-static int64
-kl_mark_not_owned(KlSource *src, int32 p)
+static void
+kl_mark_not_owned(KlSource *src, int n, int64 *marks)
 {
-	KlPartitionState st;
+	int64	   *remembered;
 
-	kl_catalog_partition_state(src, p, &st);
-	return st.remembered;
+	if (src->npartitions == 0)
+		return;
+	remembered = palloc(sizeof(int64) * Max(n, 1));
+	kl_catalog_remembered_offsets(src, n, remembered);
+	for (int p = 0; p < n; p++)
+		if (!kl_source_owns(src, p))
+			marks[p] = remembered[p];
+	pfree(remembered);
 }
 
 /*
@@ -1917,11 +1924,7 @@ kl_land_to_marks(const char *source, int timeout_ms, KlLandMarks *m)
 										   call.high, m->marks + base, call.deadline);
 			else
 				memcpy(m->marks + base, call.high, sizeof(int64) * n);
-			for (int p = 0; p < n; p++)
-			{
-				if (!kl_source_owns(call.src, p))
-					m->marks[base + p] = kl_mark_not_owned(call.src, p);
-			}
+			kl_mark_not_owned(call.src, n, m->marks + base);
 			call.reached = m->reached + base;
 			call.last_offset = m->last_offset + base;
 			call.last_timestamp_ms = m->last_timestamp_ms + base;
