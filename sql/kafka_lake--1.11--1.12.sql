@@ -23,7 +23,8 @@ ALTER TABLE kafka_lake.date_closings ADD CONSTRAINT date_closings_events_check C
 --
 -- A coordinator (attach_shards) combined declared golds only.  An owner's SQL
 -- gold is user code: attach_shards() now combines it when its owner is a
--- role of the coordinator too (the same name, the same SQL on every shard):
+-- role of the coordinator too (the same name, the same SQL on every shard)
+-- and no superuser there (the SQL comes from the shards' catalogs):
 -- a function kafka_lake.<source>_<gold>_combine(business_date text) owned by
 -- that role (SECURITY DEFINER, search_path pinned) runs the gold's SQL over
 -- every shard's silver of the date, and the view kafka_lake.<source>_<gold>
@@ -234,6 +235,15 @@ BEGIN
                              g.gold, attach_shards.source, g.owner
                     USING HINT = format('Its SQL runs with its owner''s rights: CREATE ROLE %I here, then attach again; kafka_lake.%I holds the rows it reads.',
                                         g.owner, attach_shards.source || '_silver');
+                CONTINUE;
+            END IF;
+            -- the SQL comes from the shards' catalog: whoever controls a shard's catalog must not
+            -- get a superuser's rights here through it
+            IF (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = g.owner) THEN
+                RAISE NOTICE 'SQL gold "%" of source "%" is not combined here: its owner "%" is a superuser of this database',
+                             g.gold, attach_shards.source, g.owner
+                    USING HINT = format('A combined SQL gold runs with its owner''s rights; define it on the shards as a role that is no superuser here. kafka_lake.%I holds the rows it reads.',
+                                        attach_shards.source || '_silver');
                 CONTINUE;
             END IF;
             fn := gview || '_combine';

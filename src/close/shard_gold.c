@@ -11,7 +11,9 @@
  * coordinator it must too, never with the rights of the superuser who
  * attached the shards or of whoever reads the combined gold.  So
  * attach_shards() makes, for a SQL gold whose owner is a role of the
- * coordinator too (the same name), a function
+ * coordinator too (the same name) and no superuser there (its SQL comes
+ * from the shards' catalogs, which the coordinator does not control), a
+ * function
  * kafka_lake.<source>_<gold>_combine(business_date text): SECURITY DEFINER,
  * owned by that role, search_path pinned, the gold's SQL over the union of
  * the shards' silver of the date.  The combined gold's view reads it through

@@ -10,10 +10,10 @@
 # shard's silver) with the single server's rows, computed with that role's rights, not the
 # reader's (current_user in its SQL), and refused (42501, nothing run) once that role made its
 # function SECURITY INVOKER; a reader needs SELECT on the view (42501); a SQL gold whose owner is
-# no role of the coordinator is not combined (a NOTICE); the certificate pins the combined SQL
+# no role of the coordinator, or a superuser there, is not combined (a NOTICE); the certificate pins the combined SQL
 # gold's rows; detach_shards drops its function.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 16
+plan 17
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord102.events
 group=kafka_lake.shards102.events
@@ -54,8 +54,9 @@ SET ROLE $role;
 SELECT kafka_lake.define_gold('orders', 'by_product', ARRAY['product_code'], sql => \$q\$$gold_sql\$q\$);
 SQL
 done
-# and one by a role the coordinator does not have
+# one by a role the coordinator does not have, one by a superuser
 for d in $a $b; do
+	q -d $d -c "SELECT kafka_lake.define_gold('orders', 'by_super', ARRAY['plant_id'], sql => 'SELECT plant_id, count(*) AS n FROM silver GROUP BY 1')" >/dev/null
 	q -d $d -c "GRANT USAGE ON SCHEMA kafka_lake TO ghost102" -c "GRANT EXECUTE ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) TO ghost102" \
 		-c "GRANT SELECT, TRIGGER ON kafka_lake.orders_records TO ghost102" -c "GRANT SELECT ON kafka_lake.silver_machine_events TO ghost102" \
 		-c "SET ROLE ghost102" -c "SELECT kafka_lake.define_gold('orders', 'ghostly', ARRAY['line_id'], sql => 'SELECT line_id, count(*) AS n FROM silver GROUP BY 1')" >/dev/null
@@ -88,7 +89,7 @@ $(q -d $b -c "SELECT string_agg(partition || ':' || owned || '<' || through_offs
 0:false<0,1:false<0,2:true<100,3:true<100" "closed again, already_closed; its partitions certified through what it landed (owned) and nothing (not owned)"
 mkdir -p "$KL_TMP/exp102"; chown postgres "$KL_TMP/exp102"
 is "$(q -d $b -c "SET kafka_lake.export_dir = '$KL_TMP/exp102'" -c "SELECT string_agg(relation || ':' || rows || ':' || status, ',' ORDER BY relation) FROM kafka_lake.export('orders', '2026-08-11')")" \
-	"by_product:0:exported,ghostly:0:exported,gold_daily_line_metrics:0:exported,silver_machine_events:0:exported" \
+	"by_product:0:exported,by_super:0:exported,ghostly:0:exported,gold_daily_line_metrics:0:exported,silver_machine_events:0:exported" \
 	"the empty share's closed snapshot exports as Parquet: every relation, no row"
 source "$(dirname "$0")/../parquet/lib.sh"
 is "$(pq_reader sql "SELECT count(*)::INTEGER AS n FROM read_parquet('$KL_TMP/exp102/orders/*/business_date=2026-08-11/*.parquet')")" \
@@ -103,6 +104,8 @@ q -d postgres -c "DROP DATABASE kl_co102_whole" >/dev/null
 q -d $co -c "SELECT * FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b'])" >/dev/null 2>"$KL_TMP/co102.notice"
 like "$(cat "$KL_TMP/co102.notice")" 'SQL gold "ghostly" of source "orders" is not combined here: its owner "ghost102" is no role of this database' \
 	"a SQL gold whose owner is no role of the coordinator is not combined, with a NOTICE"
+like "$(cat "$KL_TMP/co102.notice")" "SQL gold \"by_super\" of source \"orders\" is not combined here: its owner \"$PGUSER\" is a superuser of this database" \
+	"nor one whose owner is a superuser here: a shard's catalog never gives a superuser's rights on the coordinator"
 is "$(q -d $co -c "SELECT gold_views::text || ' ' || sql_golds::text FROM kafka_lake.shards WHERE shard_number = 1")" \
 	"{orders_by_product,orders_gold_daily_line_metrics} {\"by_product\": \"$role\"}" "the SQL gold by $role is combined: kafka_lake.orders_by_product"
 is "$(q -d $co -c "SELECT DISTINCT status || ' ' || selected_events FROM kafka_lake.certify_shards('orders', '2026-08-11')" | sort | tr '\n' ' ')" \

@@ -29,7 +29,16 @@ fill --partitions 1 --count 50 --start 7001 --date 2026-07-01
 q -d $db >/dev/null <<SQL
 CREATE SERVER up112_srv FOREIGN DATA WRAPPER kafka_lake OPTIONS (brokers '$KL_BOOTSTRAP');
 SELECT kafka_lake.create_source('up112', 'up112_srv', '$topic', partitions => '{1}');
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS up112_analyst;
+CREATE ROLE up112_analyst;
+GRANT USAGE ON SCHEMA kafka_lake TO up112_analyst;
+GRANT EXECUTE ON FUNCTION kafka_lake.define_gold(text, text, text[], json, text) TO up112_analyst;
+GRANT SELECT, TRIGGER ON kafka_lake.up112_records TO up112_analyst;
+GRANT SELECT ON kafka_lake.silver_machine_events TO up112_analyst;
+SET ROLE up112_analyst;
 SELECT kafka_lake.define_gold('up112', 'by_line', ARRAY['line_id'], sql => 'SELECT line_id, count(*) AS n FROM silver GROUP BY 1');
+RESET ROLE;
 SELECT * FROM kafka_lake.land('up112');
 SELECT * FROM kafka_lake.close_date('up112', '2026-06-28');
 SELECT * FROM kafka_lake.bridge('up112', '2026-06-30');
@@ -64,11 +73,11 @@ ok "q -d $co -c 'ALTER EXTENSION kafka_lake UPDATE' -c \"SELECT kafka_lake.detac
 is "$(q -d $co -c "SELECT string_agg(shard, ',') FROM kafka_lake.attach_shards('up112', ARRAY['shard_one'])" -c "SELECT sql_golds::text FROM kafka_lake.shards")
 $(q -d $co -c "SELECT sum(n) FROM kafka_lake.up112_by_line WHERE business_date = '2026-06-28'")" \
 	"shard_one
-{\"by_line\": \"$PGUSER\"}
+{\"by_line\": \"up112_analyst\"}
 $(q -d $db -c "SELECT sum(n) FROM kafka_lake.by_line_current WHERE business_date = '2026-06-28'")" \
 	"attached again, the shard's SQL gold is combined, with the shard's rows"
 
 q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
 same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 
-q -d postgres -c "DROP DATABASE $co" -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" >/dev/null
+q -d postgres -c "DROP DATABASE $co" -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" -c "DROP ROLE up112_analyst" >/dev/null
