@@ -11,9 +11,10 @@
 # reader's (current_user in its SQL), and refused (42501, nothing run) once that role made its
 # function SECURITY INVOKER; a reader needs SELECT on the view (42501); a SQL gold whose owner is
 # no role of the coordinator, or a superuser there, is not combined (a NOTICE); the certificate pins the combined SQL
-# gold's rows; detach_shards drops its function.  Needs the broker.
+# gold's rows; detach_shards drops its function; a SQL gold whose SQL differs on one shard is
+# refused at attach (55000).  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 17
+plan 18
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord102.events
 group=kafka_lake.shards102.events
@@ -138,6 +139,13 @@ $(q -d $co -c "SELECT kafka_lake.detach_shards('orders')" -c "SELECT count(*) FR
 	"t
 
 0" "the certificate pins the combined SQL gold's rows; detach_shards drops its function"
+
+# shard B defines the SQL gold again with other SQL (the same columns): no longer alike
+other_sql=$(echo "$gold_sql" | sed 's/sum(units_produced)/sum(defect_count)/')
+q -d $b -c "SET ROLE $role" -c "SELECT kafka_lake.define_gold('orders', 'by_product', ARRAY['product_code'], sql => \$q\$$other_sql\$q\$)" >/dev/null
+like "$(q -d $co -c "\\set VERBOSITY verbose" -c "SELECT * FROM kafka_lake.attach_shards('orders', ARRAY['shard_a', 'shard_b'])" 2>&1)" \
+	'55000: gold "by_product" of source "orders" is not defined alike on every shard' \
+	"a SQL gold whose SQL differs on one shard is refused at attach_shards (55000)"
 
 for d in $one $co; do q -d postgres -c "DROP DATABASE $d" >/dev/null; done
 q -d postgres -c "DROP OWNED BY $role" -c "DROP ROLE $role" -c "DROP ROLE IF EXISTS reader102" >/dev/null 2>&1
