@@ -11,10 +11,10 @@
 # reader's (current_user in its SQL), and refused (42501, nothing run) once that role made its
 # function SECURITY INVOKER; a reader needs SELECT on the view (42501); a SQL gold whose owner is
 # no role of the coordinator, or a superuser there, is not combined (a NOTICE); the certificate pins the combined SQL
-# gold's rows; detach_shards drops its function; a SQL gold whose SQL differs on one shard is
+# gold's rows; pg_dump and a restore keep it; detach_shards drops its function; a SQL gold whose SQL differs on one shard is
 # refused at attach (55000).  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 18
+plan 19
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 topic=coord102.events
 group=kafka_lake.shards102.events
@@ -134,6 +134,15 @@ like "$(q -d $co -c "\\set VERBOSITY verbose" -c "SELECT * FROM kafka_lake.order
 	'42501: function kafka_lake.orders_by_product_combine(text) is not as role "analyst102" defined it: it is no longer SECURITY DEFINER' \
 	"made SECURITY INVOKER by its owner, the combined SQL gold is refused (42501), never run as the reader"
 q -d $co -c "ALTER FUNCTION kafka_lake.orders_by_product_combine(text) SECURITY DEFINER" >/dev/null
+# pg_dump and a restore keep the combined SQL gold: its function (still its owner's) and its view
+q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${co}_copy" -c "CREATE DATABASE ${co}_copy" >/dev/null
+pg_dump -d $co 2>/dev/null | psql -X -q -d ${co}_copy >/dev/null 2>"$KL_TMP/co102.restore"
+is "$(q -d ${co}_copy -c "SELECT pg_get_userbyid(proowner) || ' ' || prosecdef FROM pg_proc WHERE proname = 'orders_by_product_combine'")
+$(q -d ${co}_copy -c "SELECT md5(string_agg(g::text, ',' ORDER BY g::text)) || ' ' || count(*) FROM (SELECT business_date, product_code, units, events, who, ids FROM kafka_lake.orders_by_product WHERE business_date = '2026-08-10') g")" \
+	"$role true
+$(gold_one by_product 'product_code, units, events, who, ids' 2026-08-10)" \
+	"pg_dump and a restore keep the combined SQL gold: its function, still its owner's, and its rows"
+q -d postgres -c "DROP DATABASE ${co}_copy" >/dev/null
 is "$(q -d $co -c "SELECT shards->'golds' ? 'orders_by_product' FROM kafka_lake.shard_certificates WHERE business_date = '2026-08-11' AND status = 'certified'")
 $(q -d $co -c "SELECT kafka_lake.detach_shards('orders')" -c "SELECT count(*) FROM pg_proc WHERE proname = 'orders_by_product_combine'")" \
 	"t
