@@ -81,7 +81,8 @@ DATA = sql/kafka_lake--1.0.sql sql/kafka_lake--1.0--1.1.sql sql/kafka_lake--1.1-
        sql/kafka_lake--1.2--1.3.sql sql/kafka_lake--1.3--1.4.sql sql/kafka_lake--1.4--1.5.sql \
        sql/kafka_lake--1.5--1.6.sql sql/kafka_lake--1.6--1.7.sql \
        sql/kafka_lake--1.7--1.8.sql sql/kafka_lake--1.8--1.9.sql sql/kafka_lake--1.9--1.10.sql \
-       sql/kafka_lake--1.10--1.11.sql sql/kafka_lake--1.11--1.12.sql
+       sql/kafka_lake--1.10--1.11.sql sql/kafka_lake--1.11--1.12.sql \
+       sql/kafka_lake--1.12--1.13.sql
 PGFILEDESC = "kafka_lake - land Kafka topics into immutable JSONL"
 
 # pg_regress tests, sql/<name>.sql against expected/<name>.out.  REGRESS

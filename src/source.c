@@ -55,9 +55,12 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "mb/pg_wchar.h"
 #include "utils/lsyscache.h"
+#include "utils/uuid.h"
 
 #include "base/args.h"
+#include "base/digest.h"
 #include "base/names.h"
 #include "bridge/bridge.h"
 #include "contract/contract_define.h"
@@ -74,6 +77,7 @@
 PG_FUNCTION_INFO_V1(kafka_lake_create_source);
 PG_FUNCTION_INFO_V1(kafka_lake_drop_source);
 PG_FUNCTION_INFO_V1(kafka_lake_set_compression);
+PG_FUNCTION_INFO_V1(kafka_lake_event_key);
 PG_FUNCTION_INFO_V1(kafka_lake_set_partitions);
 PG_FUNCTION_INFO_V1(kafka_lake_create_contract_1_3);
 
@@ -413,6 +417,31 @@ kafka_lake_set_compression(PG_FUNCTION_ARGS)
 	kl_source_lock(src);
 	kl_catalog_set_compression(src, compression);
 	PG_RETURN_VOID();
+}
+
+/*
+ * kafka_lake_event_key
+ *		event_key(source, event_id): the key under which accepted_events
+ *		holds an event_id of the source, by the source's own key scheme
+ *		(sources.event_keys; digest.c).  1.1 to 1.12 computed the hashed key
+ *		in SQL; from 1.13 sources key ordered too, so the library computes it.
+ */
+Datum
+kafka_lake_event_key(PG_FUNCTION_ARGS)
+{
+	const char *hint = "For example: kafka_lake.event_key('machine_events', 'evt-20260629-000001').";
+	KlSource   *src;
+	char	   *id;
+	pg_uuid_t  *key = palloc(sizeof(pg_uuid_t));
+
+	kl_check_not_null(fcinfo, 0, "source", hint);
+	kl_check_not_null(fcinfo, 1, "event_id", hint);
+	src = kl_source_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	/* the landing keys the event_id's UTF-8 bytes, as 1.1's SQL did */
+	id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	id = pg_server_to_any(id, strlen(id), PG_UTF8);
+	kl_event_key(src->source_id, src->ordered_keys, id, strlen(id), key);
+	PG_RETURN_UUID_P(key);
 }
 
 /*

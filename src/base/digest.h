@@ -33,7 +33,8 @@ extern void kl_fingerprint(const char *topic, int32 partition, int64 offset,
 						   const char *key, size_t key_len,
 						   const char *value, size_t value_len,
 						   uint8 out[KL_SHA256_LEN]);
-extern void kl_event_key(int32 source_id, const char *event_id, size_t len, pg_uuid_t *key);
+extern void kl_event_key(int32 source_id, bool ordered, const char *event_id, size_t len,
+						 pg_uuid_t *key);
 
 /* the same without PostgreSQL's allocator: for the landing's helper thread */
 extern void kl_sha256_prepare(void);
@@ -46,8 +47,8 @@ extern void kl_fingerprint_with(void *evp_ctx, const char *topic, int32 partitio
 								const char *key, size_t key_len,
 								const char *value, size_t value_len,
 								uint8 out[KL_SHA256_LEN]);
-extern void kl_event_key_with(void *evp_ctx, int32 source_id, const char *event_id, size_t len,
-							  pg_uuid_t *key);
+extern void kl_event_key_with(void *evp_ctx, int32 source_id, bool ordered,
+							  const char *event_id, size_t len, pg_uuid_t *key);
 extern void kl_hex(const uint8 *in, int n, char *out);
 extern bool kl_unhex(const char *in, int n, uint8 *out);
 extern uint32 kl_crc32c(uint32 crc, const void *data, size_t len);

@@ -350,10 +350,11 @@ kl_source_lookup(const char *name)
 
 	cs = kl_catalog_begin();
 	kl_spi_exec(psprintf("SELECT source_id, source, server, topic, group_id, contract, cluster_id,"
-						 " landing_dir, %s, %s, %s FROM kafka_lake.sources WHERE source = $1",
+						 " landing_dir, %s, %s, %s, %s FROM kafka_lake.sources WHERE source = $1",
 						 kl_catalog_has_contracts() ? "contract_version" : "1",
 						 kl_catalog_has_compression() ? "compression" : "'none'",
-						 kl_catalog_has_partitions() ? "partitions" : "NULL::integer[]"),
+						 kl_catalog_has_partitions() ? "partitions" : "NULL::integer[]",
+						 kl_catalog_has_event_keys() ? "event_keys = 'ordered'" : "false"),
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
@@ -391,6 +392,7 @@ kl_source_lookup(const char *name)
 
 			kl_source_read_partitions(src, partitions, isnull);
 		}
+		src->ordered_keys = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
 		MemoryContextSwitchTo(old);
 	}
 	kl_catalog_end(cs);
@@ -1518,6 +1520,17 @@ bool
 kl_catalog_has_manifest_checks(void)
 {
 	return get_attnum(kl_catalog_relid("batches"), "manifest_crc32c") != InvalidAttrNumber;
+}
+
+/*
+ * kl_catalog_has_event_keys
+ *		Does the catalog record how each source keys its event_ids (1.13 and
+ *		later: sources.event_keys; before, every source is hashed)?
+ */
+bool
+kl_catalog_has_event_keys(void)
+{
+	return get_attnum(kl_catalog_relid("sources"), "event_keys") != InvalidAttrNumber;
 }
 
 /*

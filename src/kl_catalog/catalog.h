@@ -41,6 +41,8 @@ typedef struct KlSource
 	char	   *dir;			/* <landing root>/<source> */
 	int			compression;	/* KL_COMPRESS_* of new batches (none in a
 								 * catalog without sources.compression) */
+	bool		ordered_keys;	/* sources.event_keys is 'ordered' (false in a
+								 * catalog without it): digest.c */
 	/*
 	 * The partitions this server lands of each topic (sources.partitions,
 	 * ascending), npartitions of them; 0: every partition (NULL in the
@@ -131,6 +133,7 @@ extern bool kl_catalog_has_manifest_checks(void);
 extern bool kl_catalog_has_lifecycle(void);
 extern bool kl_catalog_has_reduction(void);
 extern bool kl_catalog_has_compression(void);
+extern bool kl_catalog_has_event_keys(void);
 extern bool kl_catalog_has_partitions(void);
 extern bool kl_catalog_is_coordinated(const char *source);
 extern int	kl_int32_cmp(const void *a, const void *b);

@@ -374,7 +374,7 @@ kl_event_key_datum(KlSource *src, const char *event_id)
 {
 	pg_uuid_t  *key = palloc(sizeof(pg_uuid_t));
 
-	kl_event_key(src->source_id, event_id, strlen(event_id), key);
+	kl_event_key(src->source_id, src->ordered_keys, event_id, strlen(event_id), key);
 	return UUIDPGetDatum(key);
 }
 

@@ -293,6 +293,7 @@ typedef struct KlJudgeJob
 	const char *topic;
 	int32		partition;
 	int32		source_id;
+	bool		ordered_keys;	/* the source's event_keys (digest.c) */
 	KlRecord   *recs;
 	int			n;
 	KlPool	   *events;
@@ -796,7 +797,7 @@ kl_judge_job(void *arg, const volatile bool *cancel)
 		r->writes_ids = job->contract->writes_ids;
 		r->validation_error = reason;
 		if (reason == NULL && r->event.event_id != NULL)
-			kl_event_key_with(job->sha, job->source_id, r->event.event_id,
+			kl_event_key_with(job->sha, job->source_id, job->ordered_keys, r->event.event_id,
 							  r->event.event_id_len, &r->event_key);
 	}
 }
@@ -827,6 +828,7 @@ kl_judge_window(KlLandCall *call, KlRecord *recs, int n)
 		jobs[t].topic = call->src->topic;
 		jobs[t].partition = call->partition;
 		jobs[t].source_id = call->src->source_id;
+		jobs[t].ordered_keys = call->src->ordered_keys;
 		jobs[t].recs = t == 0 ? recs : recs + half;
 		jobs[t].n = t == 0 ? half : n - half;
 		jobs[t].events = t == 0 ? call->events : call->w_events;

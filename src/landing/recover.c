@@ -410,7 +410,7 @@ kl_adopt_batch(KlSource *src, int32 partition, const char *dir, const char *name
 		{
 			was[i] = recs[i].status;
 			if (recs[i].status == KL_STATUS_ACCEPTED && recs[i].event.event_id != NULL)
-				kl_event_key(src->source_id, recs[i].event.event_id,
+				kl_event_key(src->source_id, src->ordered_keys, recs[i].event.event_id,
 							 recs[i].event.event_id_len, &recs[i].event_key);
 		}
 		kl_catalog_reserve_events(src, partition, recs, n);
@@ -831,7 +831,7 @@ kl_adopt_readmits(KlSource *src, int32 partition, const char *part_dir, Tuplesto
 			was[i] = recs[i].status;
 			offsets[i] = recs[i].offset;
 			if (recs[i].status == KL_STATUS_ACCEPTED && recs[i].event.event_id != NULL)
-				kl_event_key(src->source_id, recs[i].event.event_id,
+				kl_event_key(src->source_id, src->ordered_keys, recs[i].event.event_id,
 							 recs[i].event.event_id_len, &recs[i].event_key);
 		}
 		kl_catalog_reserve_events(src, partition, recs, n);

@@ -332,7 +332,7 @@ kl_readmit_batch(KlReadmit *rc, const KlBatch *b)
 
 		if (r->event.event_id == NULL)
 			continue;
-		kl_event_key(src->source_id, r->event.event_id, r->event.event_id_len, &r->event_key);
+		kl_event_key(src->source_id, src->ordered_keys, r->event.event_id, r->event.event_id_len, &r->event_key);
 		e = hash_search(seen, &r->event_key, HASH_ENTER, &found);
 		if (found)
 		{

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/t/99h_upgrade_1_12.sh: a database created at kafka_lake 1.11 keeps everything it landed,
-# bridged and closed through ALTER EXTENSION kafka_lake UPDATE to 1.12 (the default version),
+# bridged and closed through ALTER EXTENSION kafka_lake UPDATE TO '1.12',
 # which lets a server owning some partitions certify an empty share of a date, and combines SQL
 # golds on a coordinator.  At 1.11: a shard (partition 1 of two) lands, closes a date with
 # events, bridges another; a date with events only in partition 0 cannot be closed there (this
@@ -57,10 +57,9 @@ list() {
 }
 list_before=$(list)
 
-ok "q -d $db -c 'ALTER EXTENSION kafka_lake UPDATE' >/dev/null 2>'$KL_TMP/up112.err'" "ALTER EXTENSION kafka_lake UPDATE succeeds"
+ok "q -d $db -c \"ALTER EXTENSION kafka_lake UPDATE TO '1.12'\" >/dev/null 2>'$KL_TMP/up112.err'" "ALTER EXTENSION kafka_lake UPDATE TO '1.12' succeeds"
 [ -s "$KL_TMP/up112.err" ] && diag "$(cat "$KL_TMP/up112.err")"
-is "$(q -d $db -c "SELECT extversion || ' ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'kafka_lake') FROM pg_extension WHERE extname = 'kafka_lake'")" \
-	"1.12 1.12" "the extension is at 1.12, the default version"
+is "$(q -d $db -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'")" 1.12 "the extension is at 1.12"
 is "$(list)" "$list_before" "coordinate_list lists the same $(echo "$list_before" | cut -d' ' -f1) rows"
 is "$(q -d $db -c "SELECT count(*) FROM kafka_lake.verify('up112')")" 0 "verify() is clean"
 is "$(q -d $db -c "SELECT run_status FROM kafka_lake.bridge('up112', '2026-06-30')") $(q -d $db -c "SELECT status FROM kafka_lake.close_date('up112', '2026-06-28')")" \
@@ -68,7 +67,7 @@ is "$(q -d $db -c "SELECT run_status FROM kafka_lake.bridge('up112', '2026-06-30
 is "$(q -d $db -c "SELECT status || ' ' || selected_events FROM kafka_lake.close_date('up112', '2026-07-01')")" \
 	"closed 0" "updated, the shard certifies its empty share of the date"
 
-ok "q -d $co -c 'ALTER EXTENSION kafka_lake UPDATE' -c \"SELECT kafka_lake.detach_shards('up112')\" >/dev/null" \
+ok "q -d $co -c \"ALTER EXTENSION kafka_lake UPDATE TO '1.12'\" -c \"SELECT kafka_lake.detach_shards('up112')\" >/dev/null" \
 	"the coordinator updated: its attachment of 1.11 detaches"
 is "$(q -d $co -c "SELECT string_agg(shard, ',') FROM kafka_lake.attach_shards('up112', ARRAY['shard_one'])" -c "SELECT sql_golds::text FROM kafka_lake.shards")
 $(q -d $co -c "SELECT sum(n) FROM kafka_lake.up112_by_line WHERE business_date = '2026-06-28'")" \
@@ -77,7 +76,7 @@ $(q -d $co -c "SELECT sum(n) FROM kafka_lake.up112_by_line WHERE business_date =
 $(q -d $db -c "SELECT sum(n) FROM kafka_lake.by_line_current WHERE business_date = '2026-06-28'")" \
 	"attached again, the shard's SQL gold is combined, with the shard's rows"
 
-q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake CASCADE" >/dev/null 2>&1
+q -d ${db}_fresh -c "CREATE EXTENSION kafka_lake VERSION '1.12' CASCADE" >/dev/null 2>&1
 same_extension_objects $db ${db}_fresh "an updated database and a new one hold the same extension objects"
 
 q -d postgres -c "DROP DATABASE $co" -c "DROP DATABASE $db" -c "DROP DATABASE ${db}_fresh" -c "DROP ROLE up112_analyst" >/dev/null
