@@ -35,8 +35,10 @@
  * EVENT IDENTITY: A UNIQUE BTREE, OFF THE CRITICAL PATH (DESIGN NOTE)
  *
  * accepted_events keeps one row per accepted event_id, keyed by a uuid
- * primary key (event_key: the first 16 bytes of SHA-256(source_id ||
- * event_id), kafka_lake.event_key()), written straight to the heap and the
+ * primary key (event_key, kafka_lake.event_key(): for a source made before
+ * 1.13 the first 16 bytes of SHA-256(source_id || event_id); from 1.13 the
+ * ordered key of digest.c, the event_id packed after the source_id when it
+ * can be), written straight to the heap and the
  * index (bulk_insert.c, unique check on, keys sorted per window).  The
  * index is the arbiter of I3: a concurrent session's uncommitted key makes
  * the insert wait, a committed one raises the unique violation that
@@ -82,10 +84,13 @@
  * 72 %), and is about 65 % of the backend's after; the writing it now hides
  * cost the backend 16 %.  The per-window sort of the keys uses the inlined
  * sort template (qsort through a comparator was 5 % of the backend).  The
- * order-preserving key is the next step for sources that grow past ~10 M
- * events (it changes the key scheme per source, so existing sources keep
- * theirs); the sizing rule meanwhile: about 100 B per accepted event, and
- * the index should fit in shared_buffers.
+ * order-preserving key came in 1.13, per source (sources.event_keys: a
+ * source keeps the scheme its rows are keyed by, so those made before keep
+ * hashed keys): bench/growth.sh's sixth landing of 500,000 events took 1.71
+ * times the first's with hashed keys and stays level with ordered ones (see
+ * digest.c).  Random ids (UUIDv4) gain nothing from it; for them the sizing
+ * rule stays: about 100 B per accepted event, and the index should fit in
+ * shared_buffers (or a dedupe horizon bounds it).
  *
  * Every statement on the catalog is here, or in catalog_bridge.c for the
  * bridge's own tables, catalog_close.c for the certificates of closed dates,

@@ -9,7 +9,7 @@
 # under each; recover() rebuilds the same keys; a source switched to 'hashed' before it holds
 # anything keys by SHA-256 as 1.0 to 1.12 did.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 12
+plan 13
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 db=kl_keys103
 topic=keys103.events
@@ -51,6 +51,14 @@ is "$(q -d $db -c "SELECT count(DISTINCT k) || ' ' || count(*) FROM (SELECT $(ke
                     UNION ALL SELECT kafka_lake.event_key('k103c', i) FROM unnest(ARRAY[$ids]) i
                     UNION ALL SELECT kafka_lake.event_key('k103b', i) FROM unnest(ARRAY[$ids]) i) x")" \
 	"72 72" "every key is distinct: distinct ids of one source, the same ids of other sources"
+# generated ids: of 1 to 21 characters (either side of the packing's room), of the whole
+# alphabet and of '-', '0' and 'a' alone (so that many differ only by trailing '-'s)
+gen="SELECT DISTINCT (SELECT string_agg(substr(alpha, 1 + floor(random() * length(alpha))::int, 1), '' ORDER BY s)
+                     FROM generate_series(1, 1 + (g % 21)) s) AS i
+       FROM unnest(ARRAY['-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz', '-0a']) alpha, generate_series(1, 20000) g"
+is "$(q -d $db -c "SELECT setseed(0.103)" -c "SELECT (count(DISTINCT kafka_lake.event_key('k103a', i)) = count(*))::text || ' ' ||
+                    (count(DISTINCT kafka_lake.event_key('k103c', i)) = count(*))::text || ' ' || (count(*) > 30000)::text FROM ($gen) x" | tail -1)" \
+	"true true true" "over 30,000 generated ids, each source gives as many keys as ids"
 packed() { q -d $db -c "SELECT string_agg((get_byte(uuid_send(kafka_lake.event_key('$1', i)), $2) >> $3 & 1)::text, '' ORDER BY n)
                         FROM unnest(ARRAY['abcdefghijklmnopqrs', 'abcdefghijklmnopqr', 'a-', 'x.y', 'a']) WITH ORDINALITY u(i, n)"; }
 is "$(packed k103a 1 7) $(packed k103c 2 7)" "00110 10110" \
