@@ -17,7 +17,7 @@
 -- probes over the whole index: once it outgrows shared_buffers, a source
 -- lands slower the more it holds.  A source made from 1.13 on keys 'ordered':
 -- its source_id, then the event_id itself packed 6 bits a character when it
--- is made of [-0-9A-Z_a-z] and fits (19 characters for the first 127
+-- is made of [-0-9A-Z_a-z] and fits (20 characters for the first 127
 -- sources), else the hash (src/base/digest.c).  Time-ordered event_ids then
 -- go to the index's right edge.  A source's key scheme never changes: the
 -- sources that exist keep 'hashed', under which their rows are keyed.

@@ -18,14 +18,13 @@
  * one of two ways (sources.event_keys):
  *	- hashed (every source made before 1.13): the first 16 bytes of
  *	  SHA-256(source_id as 4 big-endian bytes || event_id);
- *	- ordered (sources made from 1.13 on): the source_id as a prefix-free
- *	  varint, then one bit, then the event_id itself packed 6 bits a
- *	  character when it is made of [-0-9A-Z_a-z] only (an alphabet of 64 in
- *	  ASCII order: '-' is 0, 'z' is 63), does not end in '-' and fits (19
- *	  characters for source_ids below 128, 18 below 16,512, 17 below
- *	  2,113,664, 15 above), zero bits after it (bit 0); else the first bits
- *	  of the same SHA-256 as the hashed key's (bit 1: at least 92 bits of
- *	  hash, 119 for source_ids below 128).
+ *	- ordered (sources made from 1.13 on): when the event_id is made of
+ *	  [-0-9A-Z_a-z] only (an alphabet of 64 in ASCII order: '-' is 0, 'z'
+ *	  is 63), does not end in '-' and fits, the source_id as a prefix-free
+ *	  varint (kl_key_prefix) and the event_id packed 6 bits a character,
+ *	  zero bits after it: 20 characters for source_ids below 128, 18 below
+ *	  16,512, 17 below 2,113,664, 14 above; else 1111 and the first 124
+ *	  bits of the hashed key's SHA-256.
  * Why ordered: most event_ids are made in time order (a counter, a date and
  * a sequence, a Snowflake id), and a hashed key scatters each window's
  * inserts and probes over the whole index, so that once the index outgrows
@@ -34,13 +33,14 @@
  * of 500,000 new events into one source, took 1.71 times as long for the
  * sixth as for the first, with WAL growing 79 -> 149 MB a landing.
  * Packed keys of time-ordered ids go to the index's right edge; the same
- * bench stays flat (WAL 79-81 MB each).  The key is injective: the varint
- * separates sources, the bit separates packed from hashed ids, and a packed
- * id is its characters up to the trailing zero groups (no id that packs
- * ends in '-', whose code is 0).  Ids that do not pack (a UUID's 36
- * characters, anything longer, any other byte) hash as before, at a
- * collision chance per pair of 2^-119 (2^-92 past 2,113,664 sources;
- * 2^-128 for hashed sources).
+ * bench stays flat (WAL 79-81 MB each).  The key is injective: the
+ * prefix-free head separates sources from each other and from hashed ids,
+ * and a packed id is its characters up to the trailing zero groups (no id
+ * that packs ends in '-', whose code is 0).  Ids that do not pack (a
+ * UUID's 36 characters, anything longer, any other byte) hash as before,
+ * at a collision chance per pair of 2^-124 (2^-128 for hashed sources).
+ * 20 characters because 20 x 6 bits and a byte of source_id are exactly
+ * the key's 128 bits: "evt-20260628-1000001" still packs.
  * Existing sources keep hashed keys: their accepted_events rows are keyed
  * so, and a key scheme cannot change under a source's rows.
  *
@@ -288,24 +288,34 @@ kl_key_put(pg_uuid_t *key, int *pos, uint64 v, int nbits)
 }
 
 /*
- * kl_key_source_prefix
- *		The source_id as a prefix-free varint: 0 + 7 bits (below 128), 10 +
- *		14 bits (the next 16,384), 110 + 21 bits (the next 2,097,152), 111 +
- *		32 bits (any other).
+ * kl_key_prefix
+ *		The head of an ordered key of a packed event_id: the source_id as a
+ *		prefix-free varint, 0 + 7 bits (below 128), 10 + 14 bits (the next
+ *		16,384), 110 + 21 bits (the next 2,097,152), 1110 + 36 bits (any
+ *		other); returns its length in bits.  A hashed id's key begins 1111.
  */
-static void
-kl_key_source_prefix(pg_uuid_t *key, int *pos, int32 source_id)
+static int
+kl_key_prefix(int32 source_id, uint64 *prefix)
 {
 	uint64		id = (uint32) source_id;
 
 	if (id < 128)
-		kl_key_put(key, pos, id, 8);
-	else if (id < 128 + 16384)
-		kl_key_put(key, pos, (UINT64CONST(0x2) << 14) | (id - 128), 16);
-	else if (id < 128 + 16384 + 2097152)
-		kl_key_put(key, pos, (UINT64CONST(0x6) << 21) | (id - 128 - 16384), 24);
-	else
-		kl_key_put(key, pos, (UINT64CONST(0x7) << 32) | id, 35);
+	{
+		*prefix = id;
+		return 8;
+	}
+	if (id < 128 + 16384)
+	{
+		*prefix = (UINT64CONST(0x2) << 14) | (id - 128);
+		return 16;
+	}
+	if (id < 128 + 16384 + 2097152)
+	{
+		*prefix = (UINT64CONST(0x6) << 21) | (id - 128 - 16384);
+		return 24;
+	}
+	*prefix = (UINT64CONST(0xE) << 36) | id;
+	return 40;
 }
 
 /*
@@ -321,20 +331,20 @@ kl_event_key_with(void *evp_ctx, int32 source_id, bool ordered, const char *even
 	uint8		digest[KL_SHA256_LEN];
 	uint8		id[4];
 	unsigned int outlen;
-	int			pos = 0;
 
 	if (ordered)
 	{
-		int			room;
+		uint64		prefix;
+		int			nbits = kl_key_prefix(source_id, &prefix);
 
-		memset(key->data, 0, UUID_LEN);
-		kl_key_source_prefix(key, &pos, source_id);
-		room = (UUID_LEN * 8 - pos - 1) / 6;
-		if (len > 0 && len <= (size_t) room && event_id[len - 1] != '-')
+		if (len > 0 && len <= (size_t) ((UUID_LEN * 8 - nbits) / 6) &&
+			event_id[len - 1] != '-')
 		{
+			int			pos = 0;
 			size_t		i;
 
-			pos++;				/* bit 0: packed */
+			memset(key->data, 0, UUID_LEN);
+			kl_key_put(key, &pos, prefix, nbits);
 			for (i = 0; i < len; i++)
 			{
 				int			code = kl_key_code[(unsigned char) event_id[i]];
@@ -345,10 +355,6 @@ kl_event_key_with(void *evp_ctx, int32 source_id, bool ordered, const char *even
 			}
 			if (i == len)
 				return;
-			/* not packable after all: start again after the prefix */
-			memset(key->data, 0, UUID_LEN);
-			pos = 0;
-			kl_key_source_prefix(key, &pos, source_id);
 		}
 	}
 
@@ -360,16 +366,14 @@ kl_event_key_with(void *evp_ctx, int32 source_id, bool ordered, const char *even
 	EVP_DigestUpdate(ctx, id, 4);
 	EVP_DigestUpdate(ctx, event_id, len);
 	EVP_DigestFinal_ex(ctx, digest, &outlen);
-	if (!ordered)
+	memcpy(key->data, digest, UUID_LEN);
+	if (ordered)
 	{
-		memcpy(key->data, digest, UUID_LEN);
-		return;
+		/* 1111, then the digest's first 124 bits */
+		for (int i = UUID_LEN - 1; i > 0; i--)
+			key->data[i] = (digest[i] >> 4) | (digest[i - 1] << 4);
+		key->data[0] = 0xF0 | (digest[0] >> 4);
 	}
-	/* bit 1, then the digest's first bits to the end of the key */
-	kl_key_put(key, &pos, 1, 1);
-	for (int bit = 0; pos < UUID_LEN * 8; bit++, pos++)
-		if (digest[bit / 8] & (0x80 >> (bit % 8)))
-			key->data[pos / 8] |= 0x80 >> (pos % 8);
 }
 
 /*
