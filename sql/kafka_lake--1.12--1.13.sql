@@ -20,10 +20,12 @@
 -- is made of [-0-9A-Z_a-z] and fits (20 characters for the first 127
 -- sources), else the hash (src/base/digest.c).  Time-ordered event_ids then
 -- go to the index's right edge.  A source's key scheme never changes: the
--- sources that exist keep 'hashed', under which their rows are keyed.
+-- sources that exist keep 'hashed', under which their rows are keyed, and
+-- create_source() says 'ordered' for a new one.  The default stays 'hashed'
+-- so that the rows of a dump of an older catalog (which lack the column)
+-- are restored as what they are.
 ALTER TABLE kafka_lake.sources ADD COLUMN event_keys text NOT NULL DEFAULT 'hashed'
     CONSTRAINT sources_event_keys_check CHECK (event_keys IN ('hashed', 'ordered'));
-ALTER TABLE kafka_lake.sources ALTER COLUMN event_keys SET DEFAULT 'ordered';
 COMMENT ON COLUMN kafka_lake.sources.event_keys IS
   'How accepted_events keys the source''s event_ids: ordered (the event_id packed when it can be, from 1.13) or hashed (SHA-256; sources made before 1.13); never changes';
 

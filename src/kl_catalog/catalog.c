@@ -830,8 +830,18 @@ kl_catalog_insert_source(const char *source, const char *server, const char *top
 						psprintf("Give group_id another value, or leave it out for the default %s.",
 								 default_group));
 
-	/* a concurrent create_source of the same name: 42710, not a unique violation */
-	if (kl_catalog_has_contracts())
+	/*
+	 * A concurrent create_source of the same name: 42710, not a unique
+	 * violation.  A new source keys its event_ids ordered (digest.c); the
+	 * column's default is 'hashed', so that a source restored from a dump
+	 * of an older catalog, whose rows are keyed hashed, stays hashed.
+	 */
+	if (kl_catalog_has_event_keys())
+		kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
+					" landing_dir, contract_version, event_keys) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ordered')"
+					" ON CONFLICT (source) DO NOTHING",
+					7, types, values, NULL, SPI_OK_INSERT);
+	else if (kl_catalog_has_contracts())
 		kl_spi_exec("INSERT INTO kafka_lake.sources (source, server, topic, group_id, contract,"
 					" landing_dir, contract_version) VALUES ($1, $2, $3, $4, $5, $6, $7)"
 					" ON CONFLICT (source) DO NOTHING",

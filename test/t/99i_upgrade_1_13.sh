@@ -3,14 +3,16 @@
 # bridged and closed through ALTER EXTENSION kafka_lake UPDATE to 1.13 (the default version),
 # whose new sources key their event_ids ordered.  At 1.12: a source lands (a tenth of the
 # event_ids twice), closes a date, bridges another.  With this build on the 1.12 catalog the
-# source keys hashed, as 1.12 did.  After the update: the source is 'hashed' and its keys are
-# the ones it landed under (event_key() gives them); coordinate_list and verify() are the
-# same, the open date's bridge is skipped, the closed date is already_closed; event_ids
-# landed at 1.12 and sent again are still refused (I3 across the update); a source made after
-# the update is 'ordered' and lands the same events; the database holds the same extension
-# objects as one created at 1.13.  Needs the broker.
+# source keys hashed, as 1.12 did, and a dump of it restored at 1.13 stays hashed (a column
+# default of 'ordered' would have made it ordered, over rows keyed hashed).  After the
+# update: the source is 'hashed' and its keys are the ones it landed under (event_key()
+# gives them); coordinate_list and verify() are the same, the open date's bridge is
+# skipped, the closed date is already_closed; event_ids landed at 1.12 and sent again are
+# still refused (I3 across the update); a source made after the update is 'ordered' and
+# lands the same events; the database holds the same extension objects as one created at
+# 1.13.  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 12
+plan 13
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 db=kl_up113
 topic=upgrade113.events
@@ -44,6 +46,14 @@ sha_keys() {
 keys_before=$(keys up113)
 is "$(sha_keys) $(q -d $db -c "SELECT count(*) FROM kafka_lake.up113_records WHERE status = 'accepted'")" "$(echo "$keys_before" | cut -d' ' -f1) $(echo "$keys_before" | cut -d' ' -f1)" \
 	"at 1.12, with this build, every accepted event_id is keyed by SHA-256, as 1.12 keyed it"
+# a dump of the 1.12 database restored where this build's 1.13 is the default: the restored
+# source's rows are keyed hashed, and so is it
+key_112=$(q -d $db -c "SELECT kafka_lake.event_key('up113', 'evt-20260628-000002')")
+q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${db}_restored" -c "CREATE DATABASE ${db}_restored" >/dev/null
+pg_dump -d $db 2>/dev/null | psql -X -q -d ${db}_restored >/dev/null 2>"$KL_TMP/up113.restore"
+is "$(q -d ${db}_restored -c "SELECT extversion FROM pg_extension WHERE extname = 'kafka_lake'") $(q -d ${db}_restored -c "SELECT event_keys FROM kafka_lake.sources WHERE source = 'up113'") $(q -d ${db}_restored -c "SELECT kafka_lake.event_key('up113', 'evt-20260628-000002') = '$key_112'")" \
+	"1.13 hashed t" "a dump of the 1.12 database restored at 1.13 keeps its source hashed, keyed as its rows are"
+q -d postgres -c "DROP DATABASE ${db}_restored" >/dev/null
 list() {
 	q -d $db -c "SELECT count(*) || ' ' || md5(string_agg(concat_ws('|', source, topic, partition, \"offset\", status, fingerprint, batch_id),
 	               ',' ORDER BY source, topic, partition, \"offset\")) FROM kafka_lake.coordinate_list"
