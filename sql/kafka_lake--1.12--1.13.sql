@@ -27,7 +27,7 @@
 ALTER TABLE kafka_lake.sources ADD COLUMN event_keys text NOT NULL DEFAULT 'hashed'
     CONSTRAINT sources_event_keys_check CHECK (event_keys IN ('hashed', 'ordered'));
 COMMENT ON COLUMN kafka_lake.sources.event_keys IS
-  'How accepted_events keys the source''s event_ids: ordered (the event_id packed when it can be, from 1.13) or hashed (SHA-256; sources made before 1.13); never changes';
+  'How accepted_events keys the source''s event_ids: ordered (the event_id packed when it can be, from 1.13) or hashed (SHA-256; sources made before 1.13); fixed once the source has landed';
 
 -- event_key() follows the source's scheme, so the library computes it (the
 -- same errors as before: 22004 for a NULL, 42704 for an unknown source).  Its
@@ -36,3 +36,29 @@ CREATE OR REPLACE FUNCTION kafka_lake.event_key(source text, event_id text)
 RETURNS uuid
 LANGUAGE C STABLE
 AS 'MODULE_PATHNAME', 'kafka_lake_event_key';
+
+-- A source keeps its scheme for life: its accepted_events rows are keyed by
+-- it, and under another scheme an event_id it accepted would not be found,
+-- and would be accepted again (I3).  So event_keys changes only while the
+-- source has landed nothing.
+CREATE FUNCTION kafka_lake.sources_event_keys_fixed()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.event_keys IS DISTINCT FROM OLD.event_keys
+       AND EXISTS (SELECT 1 FROM kafka_lake.batches b WHERE b.source_id = OLD.source_id) THEN
+        RAISE EXCEPTION 'source "%" keeps its event_keys %', OLD.source, OLD.event_keys
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Its accepted event_ids are keyed so; under another scheme a redelivered one would be accepted again.',
+                  HINT = 'To key a topic''s event_ids another way, land it into a new source.';
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION kafka_lake.sources_event_keys_fixed() FROM PUBLIC;
+COMMENT ON FUNCTION kafka_lake.sources_event_keys_fixed() IS
+  'Refuses a change of sources.event_keys once the source has landed a batch';
+CREATE TRIGGER sources_event_keys_fixed BEFORE UPDATE OF event_keys ON kafka_lake.sources
+    FOR EACH ROW EXECUTE FUNCTION kafka_lake.sources_event_keys_fixed();

@@ -29,11 +29,10 @@
  * a sequence, a Snowflake id), and a hashed key scatters each window's
  * inserts and probes over the whole index, so that once the index outgrows
  * shared_buffers every window reads and dirties (and after each checkpoint
- * writes whole into the WAL) a page per key: bench/growth.sh, six landings
- * of 500,000 new events into one source, took 1.71 times as long for the
- * sixth as for the first, with WAL growing 79 -> 149 MB a landing.
- * Packed keys of time-ordered ids go to the index's right edge; the same
- * bench stays flat (WAL 79-81 MB each).  The key is injective: the
+ * writes whole into the WAL) a page per key: in bench/growth.sh, six
+ * landings of 500,000 new events into one source, the WAL grows from 79 to
+ * 149 MB a landing.  Packed keys of time-ordered ids go to the index's
+ * right edge; the same bench stays at 79-81 MB a landing.  The key is injective: the
  * prefix-free head separates sources from each other and from hashed ids,
  * and a packed id is its characters up to the trailing zero groups (no id
  * that packs ends in '-', whose code is 0).  Ids that do not pack (a
@@ -42,7 +41,8 @@
  * 20 characters because 20 x 6 bits and a byte of source_id are exactly
  * the key's 128 bits: "evt-20260628-1000001" still packs.
  * Existing sources keep hashed keys: their accepted_events rows are keyed
- * so, and a key scheme cannot change under a source's rows.
+ * so, and a key scheme cannot change under a source's rows (a trigger on
+ * sources refuses it once the source has landed).
  *
  * OpenSSL digest contexts are allocated by OpenSSL, not palloc; each is
  * tied to a memory context with a reset callback so that an ERROR in the

@@ -7,9 +7,10 @@
 # event_ids accept both, each once; a source_id of two varint bytes packs one character less
 # and hashes the longer ids; duplicates of the same event_id at later offsets are refused (I3)
 # under each; recover() rebuilds the same keys; a source switched to 'hashed' before it holds
-# anything keys by SHA-256 as 1.0 to 1.12 did.  Needs the broker.
+# anything keys by SHA-256 as 1.0 to 1.12 did, and one that has landed cannot change its
+# scheme (55000).  Needs the broker.
 source "$(dirname "$0")/../lib/tap.sh"
-plan 13
+plan 14
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 db=kl_keys103
 topic=keys103.events
@@ -93,7 +94,11 @@ is "$(keys k103a) $(keys k103c)" "$before_a $before_c" "recover() rebuilds the s
 fill --partitions 2 --count 50 --start 580 --date 2026-06-28
 is "$(q -d $db -c "SELECT sum(accepted) || ' ' || sum(duplicates) FROM kafka_lake.land('k103c')")" "29 21" \
 	"after recover(), ids landed before are still refused and new ones accepted"
-is "$(q -d $db -c "\\set VERBOSITY verbose" -c "UPDATE kafka_lake.sources SET event_keys = 'other' WHERE source = 'k103a'" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p')" \
+is "$(q -d $db -c "\\set VERBOSITY verbose" -c "SELECT kafka_lake.create_source('k103z', 'k103', '$topic')" -c "UPDATE kafka_lake.sources SET event_keys = 'other' WHERE source = 'k103z'" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p')" \
 	23514 "sources.event_keys is 'hashed' or 'ordered'"
+is "$(q -d $db -c "\\set VERBOSITY verbose" -c "UPDATE kafka_lake.sources SET event_keys = 'hashed' WHERE source = 'k103a'" 2>&1 | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): \(.*\)/\1 \2/p')
+$(q -d $db -c "SELECT event_keys FROM kafka_lake.sources WHERE source = 'k103a'")" \
+	"55000 source \"k103a\" keeps its event_keys ordered
+ordered" "a source that has landed keeps its scheme: changing event_keys is refused (55000)"
 
 q -d postgres -c "DROP DATABASE $db" >/dev/null
