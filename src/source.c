@@ -52,15 +52,13 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "mb/pg_wchar.h"
 #include "utils/lsyscache.h"
-#include "utils/uuid.h"
 
 #include "base/args.h"
-#include "base/digest.h"
 #include "base/names.h"
 #include "bridge/bridge.h"
 #include "contract/contract_define.h"
@@ -68,6 +66,7 @@
 #include "kafka/registry.h"
 #include "kl_catalog/avro_contract.h"
 #include "kl_catalog/catalog.h"
+#include "kl_catalog/catalog_exclusions.h"
 #include "kl_catalog/contract_catalog.h"
 #include "kl_catalog/locks.h"
 #include "landing/fileundo.h"
@@ -432,7 +431,6 @@ kafka_lake_event_key(PG_FUNCTION_ARGS)
 	const char *hint = "For example: kafka_lake.event_key('machine_events', 'evt-20260629-000001').";
 	KlSource   *src;
 	char	   *id;
-	pg_uuid_t  *key = palloc(sizeof(pg_uuid_t));
 
 	kl_check_not_null(fcinfo, 0, "source", hint);
 	kl_check_not_null(fcinfo, 1, "event_id", hint);
@@ -440,8 +438,7 @@ kafka_lake_event_key(PG_FUNCTION_ARGS)
 	/* the landing keys the event_id's UTF-8 bytes, as 1.1's SQL did */
 	id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	id = pg_server_to_any(id, strlen(id), PG_UTF8);
-	kl_event_key(src->source_id, src->ordered_keys, id, strlen(id), key);
-	PG_RETURN_UUID_P(key);
+	PG_RETURN_DATUM(kl_event_key_datum(src, id));
 }
 
 /*

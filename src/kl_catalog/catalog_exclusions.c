@@ -367,9 +367,10 @@ kl_catalog_set_letter(KlSource *src, const char *batch_id, int64 offset, char fr
 
 /*
  * kl_event_key_datum
- *		The accepted_events key of an event_id of a source.
+ *		The accepted_events key of an event_id of a source, by its scheme
+ *		(also kafka_lake.event_key()'s).
  */
-static Datum
+Datum
 kl_event_key_datum(KlSource *src, const char *event_id)
 {
 	pg_uuid_t  *key = palloc(sizeof(pg_uuid_t));

@@ -64,6 +64,7 @@ typedef struct KlExclusion
 } KlExclusion;
 
 extern bool kl_catalog_has_exclusions(void);
+extern Datum kl_event_key_datum(KlSource *src, const char *event_id);
 extern List *kl_catalog_exclusions(KlSource *src);
 extern int64 kl_catalog_next_exclusion_seq(KlSource *src);
 extern void kl_catalog_insert_exclusion(KlSource *src, const KlExclusion *x);
