@@ -26,7 +26,11 @@
  *	- Every piece of backend code that runs while a job is out is inside a
  *	  PG_TRY whose PG_CATCH stops the job (kl_job_stop: sets *cancel and
  *	  joins) before the error goes on, so that no thread outlives the
- *	  memory or the files it uses.
+ *	  memory or the files it uses.  A job that stays out between calls
+ *	  (the foreign table's read-ahead, from one row to the next) has no
+ *	  PG_TRY around it: a reset callback of the memory it uses stops it
+ *	  before that memory is freed, and the files it reads are its own
+ *	  (closed by the job, never by an abort).
  *	- As a last line of defence, the abort of the transaction, of the
  *	  subtransaction that started a job or of one around it stops and joins
  *	  the job too (not the abort of a subtransaction inside: the landing

@@ -440,7 +440,8 @@ kl_bridge_read_ahead(KlBridge *b, KlBatch *batch, KlFileReader *r, char **buffer
 	MemoryContext old = MemoryContextSwitchTo(b->cxt);
 
 	kl_check_manifest(b->src, batch);
-	kl_reader_open_ahead(r, b->src, batch, KL_FILE_ACCEPTED, buffer, buffer_size, ra);
+	(void) kl_reader_open_ahead(r, b->src, batch, KL_FILE_ACCEPTED, buffer, buffer_size, ra,
+								false);
 	MemoryContextSwitchTo(old);
 }
 
@@ -1140,7 +1141,9 @@ kl_bridge_select_events(KlBridge *b, List *batches, KlReadAhead *ra)
 		MemoryContextSwitchTo(batch_cxt);
 		if (was_ahead)
 		{
-			kl_reader_wait(&readers[cur], ra);
+			if (!kl_reader_wait(&readers[cur], ra))
+				kl_reader_open_buffer(&readers[cur], b->src, batch, KL_FILE_ACCEPTED,
+									  &buffers[cur], &buffer_sizes[cur]);
 			reader = readers[cur];
 			reader.errcallback.arg = &reader;
 		}

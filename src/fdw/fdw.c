@@ -58,8 +58,10 @@
  *
  * Execution.  The batch list is read at the start of the scan with the
  * statement's snapshot (a cursor keeps the list it started with), each
- * needed file is read whole into one buffer reused for every file, and
- * checked (size, lines, CRC-32C) before its first row (batch_read.c); each
+ * needed file is read whole into one of two buffers reused from file to
+ * file, the next file by a job on a helper thread while the current one's
+ * rows are returned (kl_next_file), and checked (size, lines, CRC-32C)
+ * before its first row (batch_read.c); each
  * line is parsed only as far as the columns asked for need, by the fast
  * path of the batch format (batch_format.c, which EXPLAIN (ANALYZE,
  * VERBOSE) shows at work).  Values are built straight from the JSON spans,
@@ -256,14 +258,23 @@ typedef struct KlScanState
 	List	   *batches;		/* KlBatch, after pruning */
 	List	   *expired;		/* KlBatch it would read, but expired */
 	int64		total_batches;	/* batches of the source */
-	ListCell   *next_batch;
+	ListCell   *batch_cell;		/* of the current batch; NULL before the first */
 	KlBatch *batch;			/* current batch */
 	int			file;			/* current file, or -1 before the first */
+	bool		at_end;			/* every file has been read */
 	bool		manifest_checked;	/* the current batch's manifest is */
 	bool		file_open;
 	KlFileReader reader;
-	char	   *buffer;			/* the file, reused from file to file */
-	size_t		buffer_size;
+	/* the file after the current one, read by a job meanwhile (kl_next_file) */
+	bool		ahead_out;
+	ListCell   *ahead_cell;
+	int			ahead_file;
+	KlFileReader ahead;
+	KlReadAhead *ra;
+	char	   *buffers[2];		/* the current file's and the next one's,
+								 * reused from file to file */
+	size_t		buffer_sizes[2];
+	int			cur;			/* which of them is the current file's */
 	KlLine		line;
 	int			want;			/* KL_WANT_* the columns need */
 	int			file_want;		/* ... plus the offset where demoted */
@@ -1533,6 +1544,23 @@ kl_scan_setup_attrs(KlScanState *st, Relation rel, List *needed, bool all)
 }
 
 /*
+ * kl_scan_memory_gone
+ *		The scan's memory is about to be freed: the read-ahead job, if one
+ *		is out, is stopped and joined first.  EndForeignScan does it in the
+ *		ordinary course; this is for an abort, which frees the executor
+ *		memory of a cursor that is not running (AtAbort_Portals) before the
+ *		abort's own callbacks stop the jobs (thread_job.c), and would
+ *		otherwise leave a thread writing into freed memory.
+ */
+static void
+kl_scan_memory_gone(void *arg)
+{
+	KlReadAhead *ra = (KlReadAhead *) arg;
+
+	kl_job_stop(&ra->job);
+}
+
+/*
  * kl_scan_begin
  *		Set up a scan (or an ANALYZE) in the current memory context.
  */
@@ -1542,6 +1570,15 @@ kl_scan_begin(KlScanState *st, Relation rel, const char *source, List *needed, b
 	st->src = kl_source_lookup(source);
 	st->file = -1;
 	st->scan_cxt = CurrentMemoryContext;
+	st->ra = palloc0(sizeof(KlReadAhead));
+	st->ra->job = kl_no_job;
+	{
+		MemoryContextCallback *cb = palloc0(sizeof(MemoryContextCallback));
+
+		cb->func = kl_scan_memory_gone;
+		cb->arg = st->ra;
+		MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+	}
 	st->topic_datums = palloc(sizeof(Datum) * st->src->ntopics);
 	for (int i = 0; i < st->src->ntopics; i++)
 		st->topic_datums[i] = CStringGetTextDatum(st->src->topics[i]);
@@ -1598,7 +1635,6 @@ kl_scan_read_batches(KlScanState *st)
 			st->expired = lappend(st->expired, b);
 		st->batches = foreach_delete_current(st->batches, cell);
 	}
-	st->next_batch = list_head(st->batches);
 	st->batch_id_datums = palloc0(sizeof(Datum) * Max(list_length(st->batches), 1));
 	foreach(cell, st->batches)
 	{
@@ -1676,61 +1712,165 @@ kafkaLakeBeginForeignScan(ForeignScanState *node, int eflags)
 }
 
 /*
+ * kl_scan_following
+ *		The file the scan reads after file of the batch at *cell (NULL: from
+ *		the first batch): *cell and *file get it; false when there is none.
+ */
+static bool
+kl_scan_following(const KlScanState *st, ListCell **cell, int *file)
+{
+	ListCell   *c = *cell;
+	int			f = *file;
+
+	if (c == NULL)
+	{
+		c = list_head(st->batches);
+		f = -1;
+	}
+	for (; c != NULL; c = lnext(st->batches, c), f = -1)
+	{
+		while (++f < KL_NFILES)
+		{
+			if (kl_scan_reads_file(st, lfirst(c), f))
+			{
+				*cell = c;
+				*file = f;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/*
+ * kl_scan_stop_ahead
+ *		Stop the read-ahead, if one is out, and forget it.
+ */
+static void
+kl_scan_stop_ahead(KlScanState *st)
+{
+	if (st->ahead_out)
+		kl_reader_discard(&st->ahead, st->ra);
+	st->ahead_out = false;
+}
+
+/*
  * kl_next_file
  *		Open (read and check) the next file that can hold rows; false at the
  *		end.
+ *
+ *		While a file's rows are returned, the next one is read by a job
+ *		(batch_read.c: read(2), CRC-32C, zstd, its lines counted), into the
+ *		other of two buffers, so that on two cores the reading overlaps the
+ *		parsing; it is judged (manifest, size, lines, CRC-32C) when it
+ *		becomes the current file, before any of its lines is used, exactly
+ *		as a file read here would be.  A next file that cannot be opened,
+ *		or has another size than its manifest's, is not read ahead: it is
+ *		opened here when its turn comes, so that its error comes then, as
+ *		it would without the read-ahead (a query that stops before that
+ *		file never sees it).  At most one file beyond the current one is
+ *		read, so a LIMIT costs no more than one file of reading.  The job is
+ *		stopped when the scan ends or starts again, and by an abort
+ *		(thread_job.c); one that a subtransaction's abort stopped while a
+ *		cursor lives on is read again here.
  */
 static bool
 kl_next_file(KlScanState *st)
 {
-	for (;;)
-	{
-		if (st->file_open)
-		{
-			kl_reader_close(&st->reader);
-			st->file_open = false;
-		}
-		if (st->batch == NULL || st->file + 1 >= KL_NFILES)
-		{
-			if (st->next_batch == NULL)
-			{
-				st->batch = NULL;
-				return false;
-			}
-			st->batch = lfirst(st->next_batch);
-			st->batch_index = list_cell_number(st->batches, st->next_batch);
-			st->next_batch = lnext(st->batches, st->next_batch);
-			st->file = -1;
-			st->manifest_checked = false;
-		}
-		st->file++;
-		if (!kl_scan_reads_file(st, st->batch, st->file))
-			continue;
-		{
-			MemoryContext old = MemoryContextSwitchTo(st->scan_cxt);
+	ListCell   *cell = st->batch_cell;
+	int			file = st->file;
+	bool		ready = false;
+	MemoryContext old;
 
-			/* a batch that disagrees with its manifest is refused whole */
-			if (!st->manifest_checked)
-			{
-				kl_check_manifest(st->src, st->batch);
-				st->manifest_checked = true;
-			}
-			kl_reader_open_buffer(&st->reader, st->src, st->batch, st->file,
-								  &st->buffer, &st->buffer_size);
-			if (st->batch_id_datums[st->batch_index] == (Datum) 0)
-				st->batch_id_datums[st->batch_index] = CStringGetTextDatum(st->batch->batch_id);
-			MemoryContextSwitchTo(old);
-		}
-		st->check_demoted =
-			(st->file == KL_FILE_ACCEPTED && (st->batch->has_demoted || st->batch->has_excluded)) ||
-			(st->file == KL_FILE_DUPLICATES && st->batch->has_promoted);
-		st->check_readmitted = (st->batch->has_readmitted && st->file == KL_FILE_QUARANTINE);
-		st->file_want = st->want |
-			((st->check_demoted || st->check_readmitted) ? KL_WANT_KAFKA : 0);
-		st->row_status = st->file;
-		st->file_open = true;
-		st->files_checked++;
-		return true;
+	if (st->file_open)
+	{
+		kl_reader_close(&st->reader);
+		st->file_open = false;
+	}
+	if (st->at_end)
+		return false;
+	if (st->ahead_out)
+	{
+		cell = st->ahead_cell;
+		file = st->ahead_file;
+	}
+	else if (!kl_scan_following(st, &cell, &file))
+	{
+		st->at_end = true;
+		st->batch = NULL;
+		return false;
+	}
+
+	old = MemoryContextSwitchTo(st->scan_cxt);
+	if (cell != st->batch_cell)
+	{
+		st->batch_cell = cell;
+		st->batch = lfirst(cell);
+		st->batch_index = list_cell_number(st->batches, cell);
+		st->manifest_checked = false;
+	}
+	st->file = file;
+	/* a batch that disagrees with its manifest is refused whole */
+	if (!st->manifest_checked)
+	{
+		kl_check_manifest(st->src, st->batch);
+		st->manifest_checked = true;
+	}
+	if (st->ahead_out)
+	{
+		st->ahead_out = false;
+		st->cur = 1 - st->cur;
+		st->reader = st->ahead;
+		ready = kl_reader_wait(&st->reader, st->ra);
+	}
+	if (!ready)
+		kl_reader_open_buffer(&st->reader, st->src, st->batch, st->file,
+							  &st->buffers[st->cur], &st->buffer_sizes[st->cur]);
+	if (st->batch_id_datums[st->batch_index] == (Datum) 0)
+		st->batch_id_datums[st->batch_index] = CStringGetTextDatum(st->batch->batch_id);
+
+	/* the next file, read while this one's rows are returned */
+	if (kl_scan_following(st, &cell, &file) &&
+		kl_reader_open_ahead(&st->ahead, st->src, lfirst(cell), file,
+							 &st->buffers[1 - st->cur], &st->buffer_sizes[1 - st->cur],
+							 st->ra, true))
+	{
+		st->ahead_out = true;
+		st->ahead_cell = cell;
+		st->ahead_file = file;
+	}
+	MemoryContextSwitchTo(old);
+
+	st->check_demoted =
+		(st->file == KL_FILE_ACCEPTED && (st->batch->has_demoted || st->batch->has_excluded)) ||
+		(st->file == KL_FILE_DUPLICATES && st->batch->has_promoted);
+	st->check_readmitted = (st->batch->has_readmitted && st->file == KL_FILE_QUARANTINE);
+	st->file_want = st->want |
+		((st->check_demoted || st->check_readmitted) ? KL_WANT_KAFKA : 0);
+	st->row_status = st->file;
+	st->file_open = true;
+	st->files_checked++;
+	return true;
+}
+
+/*
+ * kl_scan_release
+ *		The end of a scan (or an ANALYZE): the read-ahead stopped, the
+ *		current file and the buffers released.
+ */
+static void
+kl_scan_release(KlScanState *st)
+{
+	kl_scan_stop_ahead(st);
+	if (st->file_open)
+		kl_reader_close(&st->reader);
+	st->file_open = false;
+	for (int i = 0; i < 2; i++)
+	{
+		if (st->buffers[i])
+			pfree(st->buffers[i]);
+		st->buffers[i] = NULL;
+		st->buffer_sizes[i] = 0;
 	}
 }
 
@@ -2184,19 +2324,21 @@ kafkaLakeReScanForeignScan(ForeignScanState *node)
 {
 	KlScanState *st = node->fdw_state;
 
+	kl_scan_stop_ahead(st);
 	if (st->file_open)
 	{
 		kl_reader_close(&st->reader);
 		st->file_open = false;
 	}
+	st->batch_cell = NULL;
 	st->batch = NULL;
 	st->file = -1;
-	st->next_batch = list_head(st->batches);
+	st->at_end = false;
 }
 
 /*
  * kafkaLakeEndForeignScan
- *		Release the current file and the buffer.
+ *		Stop the read-ahead, release the current file and the buffers.
  */
 static void
 kafkaLakeEndForeignScan(ForeignScanState *node)
@@ -2205,13 +2347,7 @@ kafkaLakeEndForeignScan(ForeignScanState *node)
 
 	if (st == NULL)
 		return;
-	if (st->file_open)
-		kl_reader_close(&st->reader);
-	st->file_open = false;
-	if (st->buffer)
-		pfree(st->buffer);
-	st->buffer = NULL;
-	st->buffer_size = 0;
+	kl_scan_release(st);
 }
 
 /*
@@ -2365,10 +2501,7 @@ kl_acquire_sample_rows(Relation onerel, int elevel, HeapTuple *rows, int targrow
 		}
 	}
 	error_context_stack = errcallback.previous;
-	if (st.file_open)
-		kl_reader_close(&st.reader);
-	if (st.buffer)
-		pfree(st.buffer);
+	kl_scan_release(&st);
 	MemoryContextDelete(row_cxt);
 
 	ereport(elevel,

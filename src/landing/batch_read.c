@@ -38,14 +38,22 @@
  * the same checks where the catalog has them (not for a batch recover()
  * adopts, whose manifest is what is being checked).
  *
- * Reading ahead.  The bridge reads the next batch's file while it parses
- * the current one (kl_reader_open_ahead): the file is opened and its size
- * checked on the backend, then read, its lines counted and its CRC-32C
- * computed by a job of base/thread_job.c, and kl_reader_wait joins it and
- * gives the same verdict as kl_reader_open_buffer before any line is used.
- * The job calls nothing of PostgreSQL but the CRC-32C (pure code); a read
- * error is a result the backend reports.  The caller stops and joins it in its PG_CATCH (kl_reader_stop)
- * before an ERROR goes on, since the abort closes the file it reads.
+ * Reading ahead.  The bridge and the foreign table read the next file
+ * while they parse the current one (kl_reader_open_ahead): the file is
+ * opened and its size checked on the backend, then read, uncompressed, its
+ * lines counted and its CRC-32C computed by a job of base/thread_job.c, and
+ * kl_reader_wait joins it and gives the same verdict as
+ * kl_reader_open_buffer before any line is used.  The job calls nothing of
+ * PostgreSQL but the CRC-32C (pure code); a read error is a result the
+ * backend reports.  Its descriptor is its own (kl_open_landed_owned, not a
+ * transient file an abort closes): the job closes it when it ends, however
+ * it ends, so a subtransaction's abort, which stops the job
+ * (thread_job.c), can never leave a closed or reused descriptor under it.
+ * The bridge stops and joins it in its PG_CATCH (kl_reader_stop) before an
+ * ERROR goes on; the foreign table, which has no PG_CATCH around the
+ * executor, relies on the abort stopping it, before the memory it reads
+ * into is freed.  A job an abort stopped says so (kl_reader_wait returns
+ * false), and the file is read again.
  *
  * Batches that are gone on purpose.  The foreign table and the bridge read
  * no batch whose record files expire() removed: a set of batches that holds
@@ -227,10 +235,18 @@ kl_explain_gone(KlSource *src, const KlBatch *b)
  *		*buffer for it (grown as needed, in the current memory context, and
  *		kept by the caller for the next file).  The bytes are read by
  *		kl_reader_fill, then judged by kl_reader_finish.
+ *
+ *		owned: the descriptor is one the job closes (kl_open_landed_owned),
+ *		for a read-ahead.  quiet: a file that cannot be opened or has
+ *		another size is not reported here but returns false, with nothing
+ *		open or allocated: the caller opens it again later, when its rows
+ *		are wanted, and the error comes then (a scan that stops before
+ *		that file never sees it).
  */
-static void
+static bool
 kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
-				char **buffer, size_t *buffer_size, KlReadAhead *ra)
+				char **buffer, size_t *buffer_size, KlReadAhead *ra,
+				bool owned, bool quiet)
 {
 	char	   *dir = kl_batch_partition_dir(src, b);
 	const char *name = kl_batch_file(b, file);
@@ -247,7 +263,24 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 	r->file = file;
 	r->path = path;
 
-	fd = kl_open_landed(path, &not_regular);
+	fd = owned ? kl_open_landed_owned(path, &not_regular) : kl_open_landed(path, &not_regular);
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size == expect->bytes)
+		;						/* the file to read */
+	else if (quiet)
+	{
+		if (fd >= 0)
+			owned ? close(fd) : CloseTransientFile(fd);
+		pfree(path);
+		memset(r, 0, sizeof(*r));
+		return false;
+	}
+	else if (fd >= 0 && owned)
+	{
+		/* reported below, with the descriptor an abort would close */
+		close(fd);
+		fd = kl_open_landed(path, &not_regular);
+		owned = false;
+	}
 	if (fd < 0 && not_regular == NULL && errno == ENOENT)
 		kl_explain_gone(src, b);
 	if (fd < 0 && not_regular != NULL)
@@ -296,6 +329,7 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 
 	memset(ra, 0, sizeof(*ra));
 	ra->fd = fd;
+	ra->owned = owned;
 	ra->data = r->data;
 	ra->want = (size_t) expect->bytes;
 	ra->compressed = (b->compression != KL_COMPRESS_NONE);
@@ -306,6 +340,7 @@ kl_reader_start(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 		ra->raw_want = (size_t) expect->raw_bytes;
 		ra->expect_crc = expect->crc32c;
 	}
+	return true;
 }
 
 /*
@@ -331,12 +366,21 @@ kl_reader_fill(KlReadAhead *ra, bool backend, const volatile bool *cancel)
 		if (n < 0)
 		{
 			ra->read_errno = errno;
-			return;
+			break;
 		}
 		if (n == 0)
 			break;
 		ra->done += n;
 	}
+	if (ra->owned)
+	{
+		/* the job's own descriptor: closed however the job ends */
+		close(ra->fd);
+		ra->fd = -1;
+	}
+	ra->cancelled = *cancel;
+	if (ra->read_errno != 0 || ra->cancelled)
+		return;
 	ra->crc = kl_crc32c_final(kl_crc32c(KL_CRC32C_INIT, into, ra->done));
 	ra->raw_done = ra->done;
 	if (ra->compressed)
@@ -365,7 +409,8 @@ kl_reader_finish(KlFileReader *r, KlReadAhead *ra)
 	const char *path = r->path;
 	size_t		done = ra->done;
 
-	CloseTransientFile(ra->fd);
+	if (ra->fd >= 0)
+		CloseTransientFile(ra->fd);
 	ra->fd = -1;
 	if (ra->read_errno != 0)
 	{
@@ -422,7 +467,7 @@ kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file
 
 	static const volatile bool not_cancelled = false;
 
-	kl_reader_start(r, src, b, file, buffer, buffer_size, &ra);
+	(void) kl_reader_start(r, src, b, file, buffer, buffer_size, &ra, false, false);
 	kl_reader_fill(&ra, true, &not_cancelled);
 	kl_reader_finish(r, &ra);
 }
@@ -443,30 +488,45 @@ kl_read_ahead_job(void *arg, const volatile bool *cancel)
  *		while the caller goes on (with the previous file, say): the file is
  *		opened and its size checked here, its bytes read, its lines counted
  *		and its CRC-32C computed by the job, and the verdict given by
- *		kl_reader_wait, before any line is used.  The caller stops the job
- *		with kl_reader_stop in its PG_CATCH, before the error goes on (an
- *		abort closes the file the job reads).  Without a thread the file is
+ *		kl_reader_wait, before any line is used.  The job closes the file
+ *		when it ends, however it ends; the caller stops it with
+ *		kl_reader_stop in its PG_CATCH, before the error goes on, and an
+ *		abort stops it too (thread_job.c).  Without a thread the file is
  *		read here.
+ *
+ *		quiet: a file that cannot be opened, or has another size than its
+ *		manifest's, starts nothing and returns false (see kl_reader_start).
  */
-void
+bool
 kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
-					 char **buffer, size_t *buffer_size, KlReadAhead *ra)
+					 char **buffer, size_t *buffer_size, KlReadAhead *ra, bool quiet)
 {
-	kl_reader_start(r, src, b, file, buffer, buffer_size, ra);
+	if (!kl_reader_start(r, src, b, file, buffer, buffer_size, ra, true, quiet))
+		return false;
 	ra->job = kl_job_start(kl_read_ahead_job, ra);
+	return true;
 }
 
 /*
  * kl_reader_wait
  *		Join the read-ahead of kl_reader_open_ahead and judge the file: from
  *		here on, r hands out its lines as kl_reader_open_buffer's would.
+ *		false, with nothing judged, when the job was stopped before it read
+ *		everything (the abort of a subtransaction that started it, while a
+ *		cursor that reads ahead lives on): the caller reads the file again.
  */
-void
+bool
 kl_reader_wait(KlFileReader *r, KlReadAhead *ra)
 {
 	kl_job_wait(&ra->job, false);
 	CHECK_FOR_INTERRUPTS();
+	if (ra->cancelled)
+	{
+		kl_reader_discard(r, ra);
+		return false;
+	}
 	kl_reader_finish(r, ra);
+	return true;
 }
 
 /*
@@ -478,6 +538,22 @@ kl_reader_stop(KlReadAhead *ra)
 {
 	if (ra != NULL)
 		kl_job_stop(&ra->job);
+}
+
+/*
+ * kl_reader_discard
+ *		Stop and join a read-ahead whose lines nobody will use (a scan that
+ *		ends or starts again), and release what it holds but the caller's
+ *		buffer.
+ */
+void
+kl_reader_discard(KlFileReader *r, KlReadAhead *ra)
+{
+	kl_job_stop(&ra->job);
+	if (ra->frame)
+		pfree(ra->frame);
+	ra->frame = NULL;
+	kl_reader_close(r);
 }
 
 /*

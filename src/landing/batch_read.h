@@ -35,6 +35,7 @@ typedef struct KlReadAhead
 {
 	KlJob		job;			/* joined by kl_reader_wait or kl_reader_stop */
 	int			fd;
+	bool		owned;			/* fd is the job's: it closes it (-1 after) */
 	char	   *data;			/* the caller's buffer */
 	size_t		want;			/* bytes, as the manifest says */
 	size_t		done;			/* results, read after the join */
@@ -48,6 +49,7 @@ typedef struct KlReadAhead
 	uint32		expect_crc;
 	size_t		raw_done;		/* results: the bytes of lines in data */
 	const char *zstd_error;		/* ... or why the frame could not be */
+	bool		cancelled;		/* result: the job was stopped before the end */
 } KlReadAhead;
 
 extern void kl_check_manifest(KlSource *src, const KlBatch *b);
@@ -55,10 +57,12 @@ extern void kl_refuse_expired(KlSource *src, List *expired, const char *what);
 extern void kl_reader_open(KlFileReader *r, KlSource *src, const KlBatch *b, int file);
 extern void kl_reader_open_buffer(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
 								  char **buffer, size_t *buffer_size);
-extern void kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
-								 char **buffer, size_t *buffer_size, KlReadAhead *ra);
-extern void kl_reader_wait(KlFileReader *r, KlReadAhead *ra);
+extern bool kl_reader_open_ahead(KlFileReader *r, KlSource *src, const KlBatch *b, int file,
+								 char **buffer, size_t *buffer_size, KlReadAhead *ra,
+								 bool quiet);
+extern bool kl_reader_wait(KlFileReader *r, KlReadAhead *ra);
 extern void kl_reader_stop(KlReadAhead *ra);
+extern void kl_reader_discard(KlFileReader *r, KlReadAhead *ra);
 extern bool kl_reader_next(KlFileReader *r, const char **line, size_t *len);
 extern void kl_reader_close(KlFileReader *r);
 extern char *kl_check_batch_files(const char *batch_dir, const KlBatch *b,

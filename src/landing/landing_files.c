@@ -530,6 +530,8 @@ kl_file_kind(mode_t mode)
 	return "not a regular file";
 }
 
+static int	kl_open_landed_as(const char *path, const char **not_regular, bool transient);
+
 /*
  * kl_open_landed
  *		Open a file of the landing for reading.  Nothing in the landing
@@ -548,9 +550,30 @@ kl_file_kind(mode_t mode)
 int
 kl_open_landed(const char *path, const char **not_regular)
 {
+	return kl_open_landed_as(path, not_regular, true);
+}
+
+/*
+ * kl_open_landed_owned
+ *		kl_open_landed, for a descriptor that its reader closes with
+ *		close(2) and no abort ever does: a file read by a read-ahead job
+ *		(batch_read.c), which closes it when it ends however it ends, and
+ *		may end after a subtransaction's abort closed that subtransaction's
+ *		transient files.
+ */
+int
+kl_open_landed_owned(const char *path, const char **not_regular)
+{
+	return kl_open_landed_as(path, not_regular, false);
+}
+
+static int
+kl_open_landed_as(const char *path, const char **not_regular, bool transient)
+{
 	struct stat st;
 	int			fd;
 	int			flags;
+	const int	how = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY;
 
 	*not_regular = NULL;
 	if (lstat(path, &st) != 0)
@@ -560,7 +583,7 @@ kl_open_landed(const char *path, const char **not_regular)
 		*not_regular = kl_file_kind(st.st_mode);
 		return -1;
 	}
-	fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
+	fd = transient ? OpenTransientFile(path, how) : BasicOpenFile(path, how);
 	if (fd < 0)
 	{
 		if (errno == ELOOP)
@@ -572,7 +595,10 @@ kl_open_landed(const char *path, const char **not_regular)
 		int			save = errno;
 		bool		regular = S_ISREG(st.st_mode);
 
-		CloseTransientFile(fd);
+		if (transient)
+			CloseTransientFile(fd);
+		else
+			close(fd);
 		if (!regular)
 			*not_regular = kl_file_kind(st.st_mode);
 		errno = save;

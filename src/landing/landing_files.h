@@ -49,6 +49,7 @@ extern bool kl_landing_present(KlSource *src);
 extern void kl_remove_tree(const char *path);
 extern const char *kl_file_kind(mode_t mode);
 extern int	kl_open_landed(const char *path, const char **not_regular);
+extern int	kl_open_landed_owned(const char *path, const char **not_regular);
 extern char *kl_landed_open_problem(const char *not_regular);
 extern char *kl_read_whole_file(const char *path, size_t *len, const char **not_regular);
 extern int	kl_name_cmp(const ListCell *a, const ListCell *b);
